@@ -1,0 +1,129 @@
+"""Distributed helpers for the SPMD worker: joining the group, gathering, tearing down.
+
+Every rank joins from the environment its launcher set — ``MASTER_ADDR``, ``MASTER_PORT``,
+``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` — whichever launcher that was.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Iterator
+
+import torch
+import torch.distributed as dist
+
+from ddpx.core.errors import UserError
+
+REQUIRED_ENV = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK")
+
+
+@dataclass(frozen=True)
+class RankEnv:
+    """This process's place in the job."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    master_addr: str
+    master_port: int
+
+    @classmethod
+    def from_environ(cls) -> "RankEnv":
+        missing = [name for name in REQUIRED_ENV if name not in os.environ]
+        if missing:
+            raise UserError(
+                f"the ddpx worker was started without {', '.join(missing)} in its environment. Start it "
+                "through a launcher: `ddpx recipe NAME --launcher spawn|torchrun|slurm`."
+            )
+        return cls(
+            rank=int(os.environ["RANK"]),
+            world_size=int(os.environ["WORLD_SIZE"]),
+            local_rank=int(os.environ["LOCAL_RANK"]),
+            master_addr=os.environ["MASTER_ADDR"],
+            master_port=int(os.environ["MASTER_PORT"]),
+        )
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def device_for(device_type: str, local_rank: int) -> torch.device:
+    """``cuda:LOCAL_RANK`` for GPU backends, the CPU otherwise."""
+    if device_type == "cuda":
+        torch.cuda.set_device(local_rank)
+        return torch.device("cuda", local_rank)
+    return torch.device(device_type)
+
+
+@contextmanager
+def process_group(backend: str, env: RankEnv, device: torch.device, timeout_s: float = 1800) -> Iterator[None]:
+    """Join the process group from the environment; leave it on every exit path."""
+    kwargs: dict[str, Any] = {}
+    if device.type == "cuda":
+        kwargs["device_id"] = device
+    dist.init_process_group(
+        backend=backend,
+        init_method="env://",
+        rank=env.rank,
+        world_size=env.world_size,
+        timeout=timedelta(seconds=timeout_s),
+        **kwargs,
+    )
+    try:
+        yield
+    finally:
+        teardown()
+
+
+def teardown() -> None:
+    """Destroy the default process group if there is one (safe to call twice)."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def barrier() -> None:
+    """Wait for every rank (no-op outside a process group)."""
+    if dist.is_initialized():
+        dist.barrier()
+
+
+def all_reduce_sum(values: torch.Tensor) -> torch.Tensor:
+    """Sum a tensor over all ranks (returns a new tensor)."""
+    values = values.clone()
+    if dist.is_initialized():
+        dist.all_reduce(values, op=dist.ReduceOp.SUM)
+    return values
+
+
+def all_gather_rows(local: torch.Tensor) -> torch.Tensor:
+    """Concatenate every rank's rows in rank order; ranks may hold different numbers of rows.
+
+    Rows are padded to the longest shard for the collective and the padding is cut off again,
+    so the result holds exactly the rows the ranks contributed — no duplicates, nothing dropped.
+    """
+    if not dist.is_initialized() or dist.get_world_size() == 1:
+        return local
+    world = dist.get_world_size()
+    count = torch.tensor([local.shape[0]], device=local.device, dtype=torch.long)
+    counts = [torch.zeros_like(count) for _ in range(world)]
+    dist.all_gather(counts, count)
+    sizes = [int(c.item()) for c in counts]
+    longest = max(sizes)
+    padded = torch.zeros((longest, *local.shape[1:]), dtype=local.dtype, device=local.device)
+    padded[: local.shape[0]] = local
+    gathered = [torch.empty_like(padded) for _ in range(world)]
+    dist.all_gather(gathered, padded)
+    return torch.cat([rows[:size] for rows, size in zip(gathered, sizes)])
+
+
+def broadcast_object(obj: Any, src: int = 0) -> Any:
+    """Send a picklable object from ``src`` to every rank and return it everywhere."""
+    if not dist.is_initialized():
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=src)
+    return box[0]

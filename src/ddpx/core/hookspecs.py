@@ -1,0 +1,162 @@
+"""The hook contract between the ddpx core and its plugins.
+
+Every component ddpx uses — tasks (datasets), models, metrics, samplers, backends, launchers,
+trackers and recipes — reaches the core through one of the ``register_*`` hooks below. The
+built-in plugins in :mod:`ddpx.plugins` use exactly these hooks, loaded from the same ``ddpx``
+entry-point group as third-party plugins.
+
+A ``register_*`` hook receives one argument, ``register``: call it once per component. The core
+calls each plugin's implementation separately, so it knows which plugin registered which name,
+and two plugins registering the same name is an error naming both.
+
+The lifecycle hooks (``ddpx_*``) are called on every rank and let a plugin observe a run.
+
+Writing a plugin::
+
+    from ddpx import hookimpl
+    from ddpx.core.components import MetricSpec
+
+    @hookimpl
+    def register_metrics(register):
+        register(MetricSpec(name="top1", description="...", compute=my_top1))
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from ddpx.core.markers import hookspec
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ddpx.core.components import (
+        BackendSpec,
+        FitContext,
+        FitResult,
+        LauncherSpec,
+        MetricSpec,
+        ModelSpec,
+        RecipeSource,
+        SamplerSpec,
+        TaskSpec,
+        TrackerSpec,
+    )
+
+
+@hookspec
+def register_tasks(register: Callable[["TaskSpec"], None]) -> None:
+    """Register tasks: a dataset with its splits, its loss and its judging metric.
+
+    Call ``register(TaskSpec(...))`` once per task. ``TaskSpec.build_data`` runs on every rank
+    and must return identical splits everywhere (derive any randomness from the request's
+    ``seed``). Its ``params`` become the recipe's ``dataset.*`` keys.
+    """
+
+
+@hookspec
+def register_models(register: Callable[["ModelSpec"], None]) -> None:
+    """Register model families a recipe can name with ``model.name``.
+
+    Call ``register(ModelSpec(...))`` once per model. ``ModelSpec.build(params, info)`` returns
+    an un-wrapped ``torch.nn.Module``; the core moves it to the device and wraps it for DDP.
+    Its ``params`` become the recipe's ``model.*`` keys.
+    """
+
+
+@hookspec
+def register_metrics(register: Callable[["MetricSpec"], None]) -> None:
+    """Register metrics, computed once over a complete gathered split (never per shard).
+
+    Call ``register(MetricSpec(...))`` once per metric. A task names its metric; the held-out
+    value is logged as ``heldout_<name>`` and the dev value as ``dev_<name>``.
+    """
+
+
+@hookspec
+def register_samplers(register: Callable[["SamplerSpec"], None]) -> None:
+    """Register training samplers a recipe can name with ``train.sampler``.
+
+    A sampler gives each rank its part of the training split and reshuffles on
+    ``set_epoch``. Evaluation never uses it: held-out and dev splits are always sharded
+    exactly by the core, without padding.
+    """
+
+
+@hookspec
+def register_backends(register: Callable[["BackendSpec"], None]) -> None:
+    """Register ``torch.distributed`` backends (``nccl``, ``gloo``, ...) for ``--backend``.
+
+    ``BackendSpec.unusable_reason`` is checked before any process starts, so asking for a
+    backend this machine cannot run is a clear error rather than a hang.
+    """
+
+
+@hookspec
+def register_launchers(register: Callable[["LauncherSpec"], None]) -> None:
+    """Register launchers for ``--launcher``: ways to start every rank of a job.
+
+    A launcher starts the worker (:func:`ddpx.core.worker.run_rank`, or ``python -m
+    ddpx.core.worker JOB_FILE``) once per rank with ``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``,
+    ``WORLD_SIZE`` and ``LOCAL_RANK`` set, waits for them, and returns the job's exit status.
+    """
+
+
+@hookspec
+def register_trackers(register: Callable[["TrackerSpec"], None]) -> None:
+    """Register experiment trackers for ``--tracking``.
+
+    A tracker is created on rank 0 only and receives the run's parameters, per-epoch metrics,
+    held-out metrics and artifacts.
+    """
+
+
+@hookspec
+def register_recipes(register: Callable[["RecipeSource"], None]) -> None:
+    """Register recipe files (TOML) shipped by a plugin, listed by ``ddpx recipes``.
+
+    Call ``register(RecipeSource(path))`` once per file.
+    """
+
+
+@hookspec
+def ddpx_fit_start(context: "FitContext") -> None:
+    """Called on every rank once the model is wrapped for DDP, before the first epoch."""
+
+
+@hookspec
+def ddpx_epoch_end(context: "FitContext", epoch: int, metrics: Mapping[str, float]) -> None:
+    """Called on every rank after each epoch's dev evaluation with that epoch's metrics."""
+
+
+@hookspec
+def ddpx_fit_end(context: "FitContext", result: "FitResult") -> None:
+    """Called on every rank after the held-out evaluation of the best model."""
+
+
+@hookspec(firstresult=True)
+def ddpx_resolve_backend(nproc_per_node: int, gpus: int) -> str | None:
+    """Choose the backend for ``--backend auto``; the first non-``None`` answer wins.
+
+    ``gpus`` is the number of GPUs this machine has. The built-in answer is ``nccl`` when every
+    local rank gets its own GPU, else ``gloo``.
+    """
+
+
+def hook_names() -> list[str]:
+    """The names of every hook in the contract, in the order they are defined here."""
+    return [name for name, value in globals().items() if callable(value) and hasattr(value, "ddpx_spec")]
+
+
+__all__: list[Any] = [
+    "register_tasks",
+    "register_models",
+    "register_metrics",
+    "register_samplers",
+    "register_backends",
+    "register_launchers",
+    "register_trackers",
+    "register_recipes",
+    "ddpx_fit_start",
+    "ddpx_epoch_end",
+    "ddpx_fit_end",
+    "ddpx_resolve_backend",
+]

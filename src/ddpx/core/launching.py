@@ -1,0 +1,122 @@
+"""The parent side of a run: check everything, write the job, launch, report.
+
+Everything that can be checked before a process starts is checked here (launcher, backend,
+precision, tracker, rank layout), so user mistakes are exit code 2 with nothing started. Then
+the run folder gets ``job.json`` and ``recipe.toml``, the launcher starts the ranks, and the
+outcome is read back from the run folder: ``summary.json`` on success, the first rank's
+failure otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ddpx.core.errors import UserError
+from ddpx.core.failures import job_failure
+from ddpx.core.job import Job
+from ddpx.core.recipes import Recipe
+from ddpx.core.registry import Registry
+from ddpx.core.run_dir import RunDir
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """How the user asked to run a recipe (the ``ddpx recipe`` options)."""
+
+    launcher: str = "spawn"
+    nproc: int | None = None
+    nnodes: int = 1
+    node_rank: int = 0
+    master_addr: str = "127.0.0.1"
+    master_port: int | None = None
+    rdzv_endpoint: str | None = None
+    max_restarts: int = 0
+    backend: str = "auto"
+    tracking: str = "mlflow"
+    tracking_uri: str | None = None
+    experiment: str = "ddpx"
+    run_dir: str | None = None
+
+
+def local_gpu_count() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def default_nproc(gpus: int) -> int:
+    """One rank per GPU, or 2 ranks on a machine without one."""
+    return gpus if gpus > 0 else 2
+
+
+def plan_job(registry: Registry, recipe: Recipe, options: LaunchOptions) -> Job:
+    """Check the launch options against the plugins and this machine; nothing is started."""
+    launcher = registry.get("launchers", options.launcher, key="--launcher")
+    registry.get("trackers", options.tracking, key="--tracking")
+    if options.nproc is not None and options.nproc < 1:
+        raise UserError(f"--nproc must be at least 1, not {options.nproc}.")
+    if options.nnodes < 1:
+        raise UserError(f"--nnodes must be at least 1, not {options.nnodes}.")
+    if not 0 <= options.node_rank < options.nnodes:
+        raise UserError(f"--node-rank must be between 0 and {options.nnodes - 1} for --nnodes {options.nnodes}, not {options.node_rank}.")
+    if options.max_restarts < 0:
+        raise UserError(f"--max-restarts must be 0 or more, not {options.max_restarts}.")
+
+    gpus = local_gpu_count()
+    nproc = options.nproc if options.nproc is not None else default_nproc(gpus)
+    backend_name = options.backend
+    if backend_name == "auto":
+        backend_name = registry.pm.hook.ddpx_resolve_backend(nproc_per_node=nproc, gpus=gpus) or "gloo"
+    backend = registry.get("backends", backend_name, key="--backend")
+    reason = backend.unusable_reason(nproc)
+    if reason:
+        raise UserError(f"--backend {backend_name} cannot run here: {reason}")
+    if recipe.train["precision"] == "fp16" and backend.device_type != "cuda":
+        raise UserError(
+            "train.precision=fp16 needs a GPU (it relies on CUDA gradient scaling). On CPU use "
+            "train.precision=bf16 or fp32."
+        )
+
+    job = Job(
+        recipe_name=recipe.name,
+        recipe_source=recipe.source,
+        config=recipe.config,
+        run_dir="",
+        launcher=options.launcher,
+        backend=backend_name,
+        nproc_per_node=nproc,
+        nnodes=options.nnodes,
+        node_rank=options.node_rank,
+        master_addr=options.master_addr,
+        master_port=options.master_port,
+        rdzv_endpoint=options.rdzv_endpoint,
+        max_restarts=options.max_restarts,
+        tracking=options.tracking,
+        tracking_uri=options.tracking_uri,
+        experiment=options.experiment,
+    )
+    if launcher.check is not None:
+        launcher.check(job)
+    return job
+
+
+def run_job(registry: Registry, recipe: Recipe, job: Job, run_dir_base: str | None = None) -> dict[str, Any]:
+    """Create the run folder, start the ranks, and return rank 0's summary (or raise)."""
+    paths = RunDir.create(recipe.name, run_dir_base)
+    job.run_dir = str(paths.root)
+    paths.recipe_file.write_text(recipe.to_toml(), encoding="utf-8")
+    job.save()
+    launcher = registry.get("launchers", job.launcher)
+    status = launcher.launch(job)
+    if status != 0 or not paths.summary_file.is_file():
+        raise job_failure(
+            paths,
+            status,
+            f"the job exited with status {status} and no rank recorded an error; see {paths.root}"
+            + (f" and {paths.launcher_log}" if paths.launcher_log.is_file() else ""),
+        )
+    summary = json.loads(paths.summary_file.read_text(encoding="utf-8"))
+    summary["run_dir"] = str(paths.root)
+    return summary

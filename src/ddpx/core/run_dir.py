@@ -1,0 +1,72 @@
+"""The run folder: where a job keeps its definition, checkpoints, metrics and failures.
+
+Layout (``ddpx-runs/<recipe>-<time>/`` by default)::
+
+    job.json            the job every rank reads
+    recipe.toml         the resolved recipe
+    checkpoints/        last.pt and best.pt
+    metrics.jsonl       one line per epoch (kept even when tracking fails)
+    summary.json        rank 0's final result
+    failures/rank-N.json  what failed on rank N
+    launcher.log        the launcher's own output (torchrun)
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_ROOT = "ddpx-runs"
+
+
+@dataclass(frozen=True)
+class RunDir:
+    root: Path
+
+    @classmethod
+    def create(cls, recipe_name: str, base: str | os.PathLike | None = None) -> "RunDir":
+        """A new, unique run folder under ``base`` (default ``./ddpx-runs``)."""
+        parent = Path(base) if base else Path(DEFAULT_ROOT)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        root = parent / f"{recipe_name}-{stamp}-{secrets.token_hex(2)}"
+        root.mkdir(parents=True, exist_ok=False)
+        return cls(root.resolve())
+
+    @property
+    def job_file(self) -> Path:
+        return self.root / "job.json"
+
+    @property
+    def recipe_file(self) -> Path:
+        return self.root / "recipe.toml"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / "checkpoints"
+
+    @property
+    def last_checkpoint(self) -> Path:
+        return self.checkpoints / "last.pt"
+
+    @property
+    def best_checkpoint(self) -> Path:
+        return self.checkpoints / "best.pt"
+
+    @property
+    def metrics_file(self) -> Path:
+        return self.root / "metrics.jsonl"
+
+    @property
+    def summary_file(self) -> Path:
+        return self.root / "summary.json"
+
+    @property
+    def failures(self) -> Path:
+        return self.root / "failures"
+
+    @property
+    def launcher_log(self) -> Path:
+        return self.root / "launcher.log"

@@ -1,0 +1,120 @@
+"""Tracking on rank 0: what every run records, and a guard so tracking never costs a result.
+
+:class:`GuardedTracker` wraps the tracker a plugin provides: when the tracker fails (a server
+that does not answer, say) training goes on, the user is told once, and the metrics still land
+in the run folder's ``metrics.jsonl`` and ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ddpx.core.components import Tracker
+from ddpx.core.config import flatten
+from ddpx.core.job import Job
+
+
+def run_params(job: Job, *, device: str) -> dict[str, Any]:
+    """The flattened resolved recipe plus how it ran — the same names for every recipe."""
+    params = {k: v for k, v in flatten(job.config).items() if k != "description"}
+    params.update(
+        {
+            "launcher": job.launcher,
+            "backend": job.backend,
+            "device": device,
+            "world_size": job.world_size,
+            "nnodes": job.nnodes,
+            "nproc_per_node": job.nproc_per_node,
+            "global_batch_size": job.config["train"]["batch_size"] * job.world_size,
+            "precision": job.config["train"]["precision"],
+        }
+    )
+    return params
+
+
+def git_commit(cwd: Path | None = None) -> str | None:
+    """The commit of the git checkout the run started in, if there is one."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def run_tags(job: Job, plugin_versions: Mapping[str, str]) -> dict[str, str]:
+    """Tags: ddpx version, plugin distributions, recipe, run folder and git commit."""
+    tags = {
+        "ddpx.version": _version("ddpx"),
+        "ddpx.recipe": job.recipe_name,
+        "ddpx.recipe_source": job.recipe_source,
+        "ddpx.run_dir": job.run_dir,
+        "ddpx.plugins": ", ".join(f"{d}=={v}" for d, v in sorted(plugin_versions.items())),
+    }
+    commit = git_commit()
+    if commit:
+        tags["mlflow.source.git.commit"] = commit
+    return tags
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class GuardedTracker:
+    """Forwards to a tracker until it fails once; then warns and keeps quiet."""
+
+    def __init__(self, tracker: Tracker, warn: Callable[[str], None]):
+        self._tracker: Tracker | None = tracker
+        self._warn = warn
+        self.run_id: str | None = None
+        self.error: str | None = None
+
+    def _call(self, what: str, fn: Callable[[Tracker], Any]) -> None:
+        if self._tracker is None:
+            return
+        try:
+            fn(self._tracker)
+        except Exception as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+            self._warn(
+                f"tracking failed while trying to {what} ({self.error}); training goes on without it, and every "
+                "metric is still written to the run folder (metrics.jsonl, summary.json)."
+            )
+            self._tracker = None
+
+    def start(self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str]) -> None:
+        self._call("start the run", lambda t: t.start(run_name=run_name, params=params, tags=tags))
+        if self._tracker is not None:
+            self.run_id = self._tracker.run_id
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        self._call("log metrics", lambda t: t.log_metrics(metrics, step))
+
+    def log_artifact(self, path: Path) -> None:
+        self._call(f"log the artifact {path.name}", lambda t: t.log_artifact(path))
+
+    def finish(self, status: str, error: str | None = None) -> None:
+        self._call("close the run", lambda t: t.finish(status, error))
+
+    def describe(self) -> str | None:
+        if self._tracker is None:
+            return None
+        try:
+            return self._tracker.describe()
+        except Exception:
+            return None
+
+
+def append_metrics(path: Path, record: Mapping[str, Any]) -> None:
+    """One JSON line per epoch in the run folder."""
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(dict(record)) + "\n")

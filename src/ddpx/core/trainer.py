@@ -1,0 +1,195 @@
+"""The training loop every rank runs: build, wrap in DDP, train, select, evaluate held-out.
+
+Per rank: seed; build the task's splits (identical everywhere); build the model and wrap it in
+DistributedDataParallel (which broadcasts rank 0's parameters, so every rank starts equal);
+each epoch ``set_epoch`` the sampler, train on this rank's share, evaluate dev exactly, keep the
+best weights on the dev metric and stop early after ``train.patience`` epochs without
+improvement; finally evaluate the held-out split with the best weights.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from contextlib import nullcontext
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader
+
+from ddpx.core.checkpoint import load_model_weights, rng_state, save_checkpoint, unwrap
+from ddpx.core.components import DataRequest, FitContext, FitResult, MetricSpec
+from ddpx.core.distributed import RankEnv, all_reduce_sum, barrier
+from ddpx.core.errors import UserError
+from ddpx.core.evaluation import evaluate
+from ddpx.core.job import Job
+from ddpx.core.losses import loss_function
+from ddpx.core.progress import RankConsole
+from ddpx.core.registry import Registry
+from ddpx.core.tracking import GuardedTracker, append_metrics
+from ddpx.core.transfer import to_device
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def build_optimizer(parameters, train: dict[str, Any]) -> torch.optim.Optimizer:
+    name = train["optimizer"]
+    if name == "sgd":
+        return torch.optim.SGD(parameters, lr=train["lr"], momentum=train["momentum"], weight_decay=train["weight_decay"])
+    if name == "adam":
+        return torch.optim.Adam(parameters, lr=train["lr"], weight_decay=train["weight_decay"])
+    return torch.optim.AdamW(parameters, lr=train["lr"], weight_decay=train["weight_decay"])
+
+
+def autocast_factory(device: torch.device, precision: str) -> Callable[[], Any]:
+    """A context-manager factory for the forward pass in the recipe's precision."""
+    if precision == "fp32":
+        return nullcontext
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    return lambda: torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def _is_better(value: float, loss: float, best: tuple[float, float] | None, metric: MetricSpec) -> bool:
+    """Better dev metric wins; on a tie (a saturated accuracy, say) the lower dev loss wins."""
+    if math.isnan(value):
+        return False
+    if best is None:
+        return True
+    best_value, best_loss = best
+    if value == best_value:
+        return loss < best_loss
+    return value > best_value if metric.greater_is_better else value < best_value
+
+
+def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, console: RankConsole,
+        tracker: GuardedTracker | None) -> FitResult:
+    """Train and evaluate one run on this rank; returns the same result on every rank."""
+    started = time.perf_counter()
+    cfg = job.config
+    train = cfg["train"]
+    task = registry.get("tasks", cfg["task"])
+    model_spec = registry.get("models", cfg["model"]["name"])
+    metric: MetricSpec = registry.get("metrics", task.metric)
+    sampler_spec = registry.get("samplers", train["sampler"])
+    paths = job.paths
+
+    seed_everything(train["seed"])
+    data = task.build_data(
+        DataRequest(params=cfg["dataset"], seed=train["seed"], rank=env.rank, world_size=env.world_size,
+                    local_rank=env.local_rank, barrier=barrier)
+    )
+    if len(data.train) < env.world_size:
+        raise UserError(
+            f"the training split has {len(data.train)} samples but the job has {env.world_size} ranks; every rank "
+            "needs at least one. Use fewer ranks (--nproc) or more data."
+        )
+
+    model = model_spec.build({k: v for k, v in cfg["model"].items() if k != "name"}, data.info)
+    if train["init_from"]:
+        load_model_weights(model, train["init_from"])
+    model.to(device)
+    ddp_model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    torch.manual_seed(train["seed"] + 1 + env.rank)  # ranks draw different dropout masks from here on
+
+    sampler = sampler_spec.build(data.train, rank=env.rank, world_size=env.world_size, seed=train["seed"])
+    loader = DataLoader(
+        data.train,
+        batch_size=train["batch_size"],
+        sampler=sampler,
+        num_workers=train["num_workers"],
+        collate_fn=data.collate_fn,
+        pin_memory=device.type == "cuda",
+        persistent_workers=train["num_workers"] > 0,
+    )
+    optimizer = build_optimizer(ddp_model.parameters(), train)
+    loss_fn = loss_function(task.loss)
+    autocast = autocast_factory(device, train["precision"])
+    scaler = torch.amp.GradScaler(device.type, enabled=train["precision"] == "fp16")
+    eval_kwargs = dict(metric=metric, loss_fn=loss_fn, rank=env.rank, world_size=env.world_size, device=device,
+                       batch_size=train["eval_batch_size"], collate_fn=data.collate_fn, autocast=autocast)
+
+    context = FitContext(job=job, rank=env.rank, world_size=env.world_size, local_rank=env.local_rank,
+                         device=device, model=ddp_model, run_dir=paths.root)
+    registry.pm.hook.ddpx_fit_start(context=context)
+
+    max_epochs = train["max_epochs"]
+    best: tuple[float, float] | None = None  # (dev metric, dev loss) of the best epoch
+    best_epoch = 0
+    best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    stale = 0
+    epochs_run = 0
+    for epoch in range(1, max_epochs + 1):
+        epochs_run = epoch
+        if hasattr(sampler, "set_epoch"):
+            sampler.set_epoch(epoch)
+        epoch_start = time.perf_counter()
+        totals = torch.zeros(2, dtype=torch.float64, device=device)
+        with console.epoch_bar(epoch, max_epochs, len(loader)) as bar:
+            for inputs, targets in loader:
+                inputs, targets = to_device(inputs, device), to_device(targets, device)
+                optimizer.zero_grad(set_to_none=True)
+                with autocast():
+                    loss = loss_fn(ddp_model(inputs), targets)
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+                totals[0] += loss.detach().double() * targets.shape[0]
+                totals[1] += targets.shape[0]
+                bar.advance(loss)
+        train_seconds = time.perf_counter() - epoch_start
+        totals = all_reduce_sum(totals)
+        dev = evaluate(model, data.dev, **eval_kwargs)
+        improved = _is_better(dev.metric, dev.loss, best, metric)
+        if improved:
+            best, best_epoch, stale = (dev.metric, dev.loss), epoch, 0
+            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        else:
+            stale += 1
+        metrics = {
+            "train_loss": float(totals[0] / totals[1]),
+            **dev.as_metrics("dev", metric.name),
+            "samples_per_s": float(totals[1]) / train_seconds,
+            "epoch_s": time.perf_counter() - epoch_start,
+        }
+        if env.is_main:
+            state = {
+                "model": unwrap(model).state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "epoch": epoch,
+                "best_epoch": best_epoch,
+                "best_metric": best[0] if best else None,
+                "rng": rng_state(),
+                "tracking_run_id": tracker.run_id if tracker else None,
+                "recipe": job.config,
+            }
+            save_checkpoint(paths.last_checkpoint, state)
+            if improved:
+                save_checkpoint(paths.best_checkpoint, state)
+            append_metrics(paths.metrics_file, {"epoch": epoch, **metrics})
+            if tracker:
+                tracker.log_metrics(metrics, step=epoch)
+            console.epoch_line(epoch, max_epochs, metrics, improved)
+        registry.pm.hook.ddpx_epoch_end(context=context, epoch=epoch, metrics=metrics)
+        if train["patience"] and stale >= train["patience"]:
+            console.print(f"early stop: no dev improvement for {stale} epochs; best epoch {best_epoch}")
+            break
+
+    model.load_state_dict(best_state)
+    heldout = evaluate(model, data.heldout, **eval_kwargs)
+    result = FitResult(
+        heldout=heldout.as_metrics("heldout", metric.name),
+        best_epoch=best_epoch,
+        epochs_run=epochs_run,
+        wall_seconds=time.perf_counter() - started,
+        heldout_samples=heldout.count,
+        extra={"metric": metric.name},
+    )
+    registry.pm.hook.ddpx_fit_end(context=context, result=result)
+    return result

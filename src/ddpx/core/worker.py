@@ -1,0 +1,97 @@
+"""The SPMD worker: the one program every rank runs, however it was started.
+
+Launchers call :func:`run_rank` in each process they start (the ``spawn`` launcher), or run
+``python -m ddpx.core.worker JOB_FILE`` (``torchrun``, ``srun``). Each rank reads the job,
+loads the plugins, joins the process group from its environment, runs :func:`ddpx.core.trainer.fit`
+and leaves the group on every exit path. Rank 0 alone prints and talks to the tracker. A rank
+that fails records its failure in the run folder (see :mod:`ddpx.core.failures`) and exits 1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import warnings
+from dataclasses import asdict
+
+from ddpx.core.failures import record_failure
+from ddpx.core.job import Job
+
+
+def _limit_threads(job: Job) -> None:
+    """Share the CPU cores between the local ranks unless the user chose a thread count."""
+    if "OMP_NUM_THREADS" in os.environ:
+        return
+    import torch
+
+    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", job.nproc_per_node))
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, local_ranks)))
+
+
+def run_rank(job_file: str) -> None:
+    """Run this process's rank of the job in ``job_file``; exit 1 on failure."""
+    job = Job.load(job_file)
+    rank = int(os.environ.get("RANK", "0"))
+    if rank != 0:
+        warnings.simplefilter("ignore")
+        sys.stdout = open(os.devnull, "w")
+    try:
+        _run(job)
+    except BaseException as exc:  # noqa: BLE001 - every failure is recorded, then the rank exits
+        record_failure(job.paths, rank, exc)
+        raise SystemExit(1) from None
+
+
+def _run(job: Job) -> None:
+    from ddpx.core.distributed import RankEnv, device_for, process_group
+    from ddpx.core.progress import RankConsole
+    from ddpx.core.registry import load_registry
+    from ddpx.core.trainer import fit
+
+    env = RankEnv.from_environ()
+    _limit_threads(job)
+    console = RankConsole(env.rank)
+    registry = load_registry()
+    backend = registry.get("backends", job.backend)
+    device = device_for(backend.device_type, env.local_rank)
+    with process_group(backend.name, env, device):
+        tracker = _start_tracker(job, registry, device, console) if env.is_main else None
+        try:
+            result = fit(job, registry, env, device, console, tracker)
+        except BaseException as exc:
+            if tracker:
+                tracker.finish("KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED", error=f"{type(exc).__name__}: {exc}")
+            raise
+        if env.is_main:
+            result.run_id = tracker.run_id if tracker else None
+            result.tracker_hint = tracker.describe() if tracker else None
+            if tracker:
+                tracker.log_metrics({**result.heldout, "best_epoch": float(result.best_epoch),
+                                     "heldout_samples": float(result.heldout_samples)})
+                tracker.finish("FINISHED")
+            job.paths.summary_file.write_text(json.dumps(asdict(result), indent=2), encoding="utf-8")
+
+
+def _start_tracker(job, registry, device, console):
+    from ddpx.core.tracking import GuardedTracker, run_params, run_tags
+
+    spec = registry.get("trackers", job.tracking)
+    tracker = GuardedTracker(spec.create(job), warn=lambda text: console.print(f"[yellow]warning:[/yellow] {text}"))
+    versions = {info.distribution: info.version for info in registry.pm.info.values() if info.distribution and info.version}
+    tracker.start(run_name=os.path.basename(job.run_dir), params=run_params(job, device=str(device)),
+                  tags=run_tags(job, versions))
+    tracker.log_artifact(job.paths.recipe_file)
+    return tracker
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m ddpx.core.worker JOB_FILE  (started by a ddpx launcher)", file=sys.stderr)
+        raise SystemExit(2)
+    run_rank(args[0])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""Built-in backends: ``nccl`` (one GPU per local rank) and ``gloo`` (CPU)."""
+
+from __future__ import annotations
+
+from ddpx import hookimpl
+from ddpx.core.components import BackendSpec
+
+
+def _nccl_unusable(nproc_per_node: int) -> str | None:
+    import torch
+    import torch.distributed as dist
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if gpus == 0:
+        return (
+            "nccl needs GPUs and this machine has none. Use --backend gloo (CPU), or --backend auto "
+            "to choose for you."
+        )
+    if gpus < nproc_per_node:
+        return f"nccl needs one GPU per local rank: --nproc {nproc_per_node} asks for {nproc_per_node}, this machine has {gpus}. Use --nproc {gpus}."
+    if not dist.is_nccl_available():
+        return "this PyTorch build has no NCCL support. Use --backend gloo."
+    return None
+
+
+def _gloo_unusable(nproc_per_node: int) -> str | None:
+    import torch.distributed as dist
+
+    return None if dist.is_gloo_available() else "this PyTorch build has no gloo support."
+
+
+@hookimpl
+def register_backends(register):
+    register(BackendSpec("nccl", "NVIDIA NCCL on cuda:LOCAL_RANK, one GPU per rank", "cuda", _nccl_unusable))
+    register(BackendSpec("gloo", "gloo on the CPU, for machines without GPUs", "cpu", _gloo_unusable))
+
+
+@hookimpl(trylast=True)
+def ddpx_resolve_backend(nproc_per_node: int, gpus: int) -> str:
+    return "nccl" if gpus >= nproc_per_node > 0 else "gloo"

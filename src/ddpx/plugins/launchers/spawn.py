@@ -1,0 +1,87 @@
+"""The ``spawn`` launcher: ``torch.multiprocessing`` starts one worker process per local rank.
+
+The rendezvous store is created here, in the launching process, on the port the OS hands out
+(or ``--master-port``), and kept open while the ranks run; the ranks join it as clients. So a
+free port is never "found, closed and hoped for": the port is held from the moment it is
+chosen. Across machines run the same command on each node with ``--nnodes``, ``--node-rank``,
+``--master-addr`` and ``--master-port`` (node 0 hosts the store).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+
+from ddpx import hookimpl
+from ddpx.core.components import LauncherSpec
+from ddpx.core.errors import UserError
+from ddpx.core.job import Job
+
+STORE_TIMEOUT = timedelta(minutes=30)
+
+
+def _rank_entry(local_rank: int, job_file: str, env: dict[str, str], node_rank: int, nproc: int) -> None:
+    os.environ.update(env)
+    os.environ["LOCAL_RANK"] = str(local_rank)
+    os.environ["RANK"] = str(node_rank * nproc + local_rank)
+    from ddpx.core.worker import run_rank
+
+    run_rank(job_file)
+
+
+def check(job: Job) -> None:
+    if job.nnodes > 1 and job.master_port is None:
+        raise UserError(
+            "--launcher spawn with --nnodes > 1 needs --master-port (and --master-addr, the address of node 0): "
+            "every node must find the same rendezvous."
+        )
+
+
+def launch(job: Job) -> int:
+    import logging
+
+    import torch.multiprocessing as mp
+    from torch.distributed import TCPStore
+
+    # the failing rank's own error is reported; torch's note about stopping the others is noise
+    logging.getLogger("torch.multiprocessing.spawn").setLevel(logging.ERROR)
+    store = None
+    port = job.master_port
+    if job.node_rank == 0:
+        try:
+            store = TCPStore(job.master_addr, port or 0, is_master=True, wait_for_workers=False, timeout=STORE_TIMEOUT)
+        except RuntimeError as exc:
+            raise UserError(
+                f"cannot open the rendezvous port {job.master_addr}:{port}: {exc}. Choose another --master-port, "
+                "or leave it out to let ddpx pick a free one."
+            ) from None
+        port = store.port
+    env = {
+        "MASTER_ADDR": job.master_addr,
+        "MASTER_PORT": str(port),
+        "WORLD_SIZE": str(job.world_size),
+        "LOCAL_WORLD_SIZE": str(job.nproc_per_node),
+        "GROUP_RANK": str(job.node_rank),
+        # every rank is a client of the store held above (or by node 0)
+        "TORCHELASTIC_USE_AGENT_STORE": "True",
+    }
+    try:
+        mp.start_processes(
+            _rank_entry,
+            args=(str(job.paths.job_file), env, job.node_rank, job.nproc_per_node),
+            nprocs=job.nproc_per_node,
+            join=True,
+            start_method="spawn",
+        )
+    except mp.ProcessExitedException as exc:
+        return exc.exit_code if exc.exit_code and exc.exit_code > 0 else 1
+    except mp.ProcessRaisedException:
+        return 1
+    finally:
+        del store
+    return 0
+
+
+@hookimpl
+def register_launchers(register):
+    register(LauncherSpec("spawn", "torch.multiprocessing processes on this machine (the default)", launch, check))

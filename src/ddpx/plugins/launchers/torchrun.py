@@ -1,0 +1,49 @@
+"""The ``torchrun`` launcher: the real ``torch.distributed.run`` starts and supervises the ranks.
+
+One node: ``--standalone`` rendezvous on a free port. Several: ``--nnodes N`` with
+``--rdzv-endpoint HOST:PORT`` (c10d rendezvous), the same command on every node.
+``--max-restarts`` is passed through. The ranks run ``python -m ddpx.core.worker JOB_FILE``;
+rank 0's output reaches the terminal, torchrun's own messages go to the run folder's
+``launcher.log``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from ddpx import hookimpl
+from ddpx.core.components import LauncherSpec
+from ddpx.core.errors import UserError
+from ddpx.core.job import Job
+
+
+def command(job: Job) -> list[str]:
+    """The torchrun command line for ``job``."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={job.nproc_per_node}",
+           f"--max-restarts={job.max_restarts}"]
+    if job.nnodes == 1 and not job.rdzv_endpoint:
+        cmd.append("--standalone")
+    else:
+        cmd += [f"--nnodes={job.nnodes}", "--rdzv-backend=c10d", f"--rdzv-endpoint={job.rdzv_endpoint}",
+                f"--rdzv-id={job.recipe_name}"]
+    return cmd + ["-m", "ddpx.core.worker", str(job.paths.job_file)]
+
+
+def check(job: Job) -> None:
+    if job.nnodes > 1 and not job.rdzv_endpoint:
+        raise UserError(
+            "--launcher torchrun with --nnodes > 1 needs --rdzv-endpoint HOST:PORT, an address every node reaches "
+            "(usually node 0's)."
+        )
+
+
+def launch(job: Job) -> int:
+    log = job.paths.launcher_log
+    with log.open("w", encoding="utf-8") as stderr:
+        return subprocess.run(command(job), stderr=stderr, check=False).returncode
+
+
+@hookimpl
+def register_launchers(register):
+    register(LauncherSpec("torchrun", "torch.distributed.run (torchrun) supervises the ranks", launch, check))

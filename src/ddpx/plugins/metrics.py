@@ -1,0 +1,42 @@
+"""Built-in metrics, computed with scikit-learn over a complete split.
+
+``accuracy`` takes class logits ``(N, C)`` (argmax) or binary logits ``(N,)`` (threshold 0);
+``roc_auc`` takes binary logits ``(N,)`` or two-class logits ``(N, 2)``.
+"""
+
+from __future__ import annotations
+
+from ddpx import hookimpl
+from ddpx.core.components import MetricSpec
+
+
+def _predicted_classes(outputs):
+    if outputs.ndim == 2 and outputs.shape[1] > 1:
+        return outputs.argmax(axis=1)
+    return (outputs.reshape(-1) > 0).astype(int)
+
+
+def accuracy(targets, outputs) -> float:
+    from sklearn.metrics import accuracy_score
+
+    return float(accuracy_score(targets.reshape(-1).astype(int), _predicted_classes(outputs)))
+
+
+def roc_auc(targets, outputs) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    from ddpx.core.errors import UserError
+
+    scores = outputs[:, 1] - outputs[:, 0] if outputs.ndim == 2 and outputs.shape[1] == 2 else outputs.reshape(-1)
+    labels = targets.reshape(-1).astype(int)
+    if len(set(labels.tolist())) < 2:
+        raise UserError(
+            "ROC-AUC needs both classes in the split, but it holds only one. Use more data or a stratified split."
+        )
+    return float(roc_auc_score(labels, scores))
+
+
+@hookimpl
+def register_metrics(register):
+    register(MetricSpec("accuracy", "fraction of samples whose predicted class is the target", accuracy))
+    register(MetricSpec("roc_auc", "area under the ROC curve of a binary classifier", roc_auc))

@@ -6,6 +6,7 @@ Every rank joins from the environment its launcher set — ``MASTER_ADDR``, ``MA
 
 from __future__ import annotations
 
+import gc
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -75,14 +76,26 @@ def process_group(backend: str, env: RankEnv, device: torch.device, timeout_s: f
     )
     try:
         yield
-    finally:
-        teardown()
+    except BaseException:
+        teardown()  # no barrier: a failed peer would never reach it
+        raise
+    # Every rank finishes its last collective before any rank leaves; otherwise a fast rank
+    # tears its gloo pairs down under a peer that is still receiving.
+    dist.barrier()
+    teardown()
 
 
 def teardown() -> None:
-    """Destroy the default process group if there is one (safe to call twice)."""
+    """Free what still holds the process group, then destroy it (safe to call twice).
+
+    DDP's reducer sits in reference cycles; left to the interpreter's shutdown, the gloo
+    process group it holds is destroyed after Python is half gone and aborts the process
+    ("terminate called without an active exception"). Collecting first frees it in time.
+    """
+    gc.collect()
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+    gc.collect()
 
 
 def barrier() -> None:

@@ -44,7 +44,7 @@ class Registry:
         owners: dict[str, str] = {}
         hook_name = f"register_{kind}"
         hook = getattr(self.pm.hook, hook_name)
-        for impl in reversed(hook.get_hookimpls()):  # in registration order
+        for impl in hook.get_hookimpls():  # in registration order
             plugin_name = impl.plugin_name
 
             def register(component: Any, _plugin: str = plugin_name) -> None:

@@ -1,0 +1,89 @@
+"""Shared fixtures: run the real ``ddpx`` CLI in a subprocess, with test plugins on the path."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).parent
+TEST_PLUGINS = TESTS / "plugins"
+TEST_RECIPES = TESTS / "recipes"
+SHARED_DATA = TESTS.parent.parent / "shared" / "data"
+sys.path.insert(0, str(TEST_PLUGINS))  # the test plugins, importable here as in every rank
+
+
+@dataclass
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    marker: str
+    cwd: Path
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+    def run_dirs(self) -> list[Path]:
+        root = self.cwd / "ddpx-runs"
+        return sorted(root.iterdir()) if root.is_dir() else []
+
+    def summary(self) -> dict:
+        (run_dir,) = self.run_dirs()
+        return json.loads((run_dir / "summary.json").read_text())
+
+
+def processes_with_marker(marker: str) -> list[int]:
+    """PIDs of live processes whose environment carries ``marker`` (to find orphans)."""
+    found = []
+    needle = f"DDPX_TEST_MARKER={marker}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture
+def run_ddpx(tmp_path):
+    """Run ``ddpx ARGS`` in a fresh folder; test plugins are importable via DDPX_PLUGINS."""
+
+    def run(*args: str, plugins: tuple[str, ...] = (), env: dict | None = None, cwd: Path | None = None,
+            timeout: float = 240) -> CliResult:
+        marker = uuid.uuid4().hex
+        full_env = dict(os.environ)
+        full_env.pop("MLFLOW_TRACKING_URI", None)
+        full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TEST_PLUGINS), full_env.get("PYTHONPATH")]))
+        full_env["DDPX_TEST_MARKER"] = marker
+        full_env["COLUMNS"] = "200"
+        if plugins:
+            full_env["DDPX_PLUGINS"] = ",".join(plugins)
+        full_env.update(env or {})
+        workdir = cwd or tmp_path
+        proc = subprocess.run([sys.executable, "-m", "ddpx", *args], cwd=workdir, env=full_env,
+                              capture_output=True, text=True, timeout=timeout)
+        return CliResult(proc.returncode, proc.stdout, proc.stderr, marker, workdir)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def tracking_uri(tmp_path_factory) -> str:
+    """One sqlite MLflow store for the session (its schema is created once)."""
+    return f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+
+
+@pytest.fixture
+def experiment() -> str:
+    return f"test-{uuid.uuid4().hex[:8]}"

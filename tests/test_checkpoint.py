@@ -1,0 +1,72 @@
+"""Checkpoints: atomic writes, safe loading, wrapper prefixes."""
+
+import os
+
+import pytest
+import torch
+
+from ddpx.core.checkpoint import (
+    load_checkpoint,
+    load_model_weights,
+    model_state_from,
+    rng_state,
+    restore_rng_state,
+    save_checkpoint,
+    strip_wrapper_prefixes,
+)
+from ddpx.core.errors import UserError
+
+
+class Payload:
+    pass
+
+
+def test_round_trip_with_rng_state_is_safe_to_load(tmp_path):
+    model = torch.nn.Linear(3, 2)
+    path = tmp_path / "ckpt" / "last.pt"
+    torch.manual_seed(5)
+    state = {"model": model.state_dict(), "epoch": 4, "rng": rng_state(), "tracking_run_id": "abc"}
+    expected_next = torch.rand(3)
+    save_checkpoint(path, state)
+    assert sorted(os.listdir(path.parent)) == ["last.pt"]  # the temporary file was renamed away
+    loaded = load_checkpoint(path)
+    assert loaded["epoch"] == 4 and loaded["tracking_run_id"] == "abc" and loaded["format"] == "ddpx-checkpoint"
+    restore_rng_state(loaded["rng"])
+    assert torch.equal(torch.rand(3), expected_next)
+
+
+def test_pickled_objects_are_refused(tmp_path):
+    path = tmp_path / "evil.pt"
+    torch.save({"model": {}, "payload": Payload()}, path)
+    with pytest.raises(UserError, match="pickled objects"):
+        load_checkpoint(path)
+
+
+def test_truncated_and_missing_files_are_clear_errors(tmp_path):
+    good = tmp_path / "good.pt"
+    save_checkpoint(good, {"model": torch.nn.Linear(3, 2).state_dict()})
+    truncated = tmp_path / "truncated.pt"
+    truncated.write_bytes(good.read_bytes()[:50])
+    with pytest.raises(UserError, match="corrupt, truncated"):
+        load_checkpoint(truncated)
+    with pytest.raises(UserError, match="does not exist"):
+        load_checkpoint(tmp_path / "none.pt")
+
+
+def test_ddp_and_compile_prefixes_are_stripped(tmp_path):
+    model = torch.nn.Linear(3, 2)
+    wrapped = {f"module._orig_mod.{k}": v for k, v in model.state_dict().items()}
+    assert set(strip_wrapper_prefixes(wrapped)) == {"weight", "bias"}
+    path = tmp_path / "plain_ddp.pt"
+    torch.save(wrapped, path)  # a plain DDP script's checkpoint
+    target = torch.nn.Linear(3, 2)
+    load_model_weights(target, path)
+    assert torch.equal(target.weight, model.weight)
+    assert set(model_state_from({"format": "ddpx-checkpoint", "model": model.state_dict()})) == {"weight", "bias"}
+
+
+def test_a_checkpoint_of_another_model_is_a_clear_error(tmp_path):
+    path = tmp_path / "other.pt"
+    save_checkpoint(path, {"model": torch.nn.Linear(5, 5).state_dict()})
+    with pytest.raises(UserError, match="does not fit this model"):
+        load_model_weights(torch.nn.Linear(3, 2), path)

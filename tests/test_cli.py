@@ -1,0 +1,96 @@
+"""The CLI contract: fast help, listings, and usage errors before anything starts."""
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+
+def test_help_is_fast_and_imports_nothing_heavy():
+    code = (
+        "import sys\n"
+        "from ddpx.cli import main\n"
+        "for args in (['--help'], ['recipes'], ['show', 'mlp_synthetic'], ['recipe', '--help']):\n"
+        "    try:\n"
+        "        main(args)\n"
+        "    except SystemExit as exc:\n"
+        "        assert not exc.code, (args, exc.code)\n"
+        "heavy = sorted(m for m in ('torch', 'mlflow', 'sklearn') if m in sys.modules)\n"
+        "print('HEAVY=' + ','.join(heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "HEAVY="
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "ddpx", "--help"], capture_output=True, check=True)
+    assert time.perf_counter() - start < 5  # generous: this guards against importing torch, not speed
+
+
+def test_recipe_help_teaches_the_options(run_ddpx):
+    result = run_ddpx("recipe", "--help")
+    assert result.returncode == 0
+    for text in ("--launcher", "--nproc", "--backend", "--tracking-uri", "--experiment", "KEY=VALUE", "Examples:"):
+        assert text in result.stdout
+
+
+def test_recipes_table_and_json(run_ddpx):
+    table = run_ddpx("recipes")
+    assert table.returncode == 0
+    for column in ("name", "task", "model", "metric", "description", "mlp_synthetic", "heldout_accuracy"):
+        assert column in table.stdout
+    rows = json.loads(run_ddpx("recipes", "--json").stdout)
+    assert {"name": "mlp_synthetic", "task": "mlp_synthetic", "model": "mlp"}.items() <= rows[0].items()
+
+
+def test_show_prints_the_resolved_recipe(run_ddpx):
+    result = run_ddpx("show", "mlp_synthetic", "train.lr=0.05")
+    assert result.returncode == 0
+    assert "lr = 0.05" in result.stdout and "precision = \"fp32\"" in result.stdout
+    assert "[dataset]" in result.stdout and "[model]" in result.stdout and "[train]" in result.stdout
+
+
+def test_plugins_lists_every_builtin_with_what_it_registers(run_ddpx):
+    report = json.loads(run_ddpx("plugins", "--json").stdout)
+    by_name = {p["name"]: p for p in report["plugins"]}
+    assert by_name["spawn"]["registers"] == {"launchers": ["spawn"]}
+    assert by_name["spawn"]["distribution"] == "ddpx" and by_name["spawn"]["version"]
+    assert by_name["mlp_synthetic"]["registers"] == {"tasks": ["mlp_synthetic"], "models": ["mlp"], "recipes": ["mlp_synthetic"]}
+    assert "register_backends" in by_name["backends"]["hooks"]
+    assert report["errors"] == []
+    table = run_ddpx("plugins")
+    assert table.returncode == 0 and "torchrun" in table.stdout
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["recipe", "mlp_synthtic"], "unknown recipe 'mlp_synthtic'. Did you mean 'mlp_synthetic'?"),
+        (["recipe", "mlp_synthetic", "train.lrr=1"], "unknown recipe key 'train.lrr'. Did you mean 'train.lr'?"),
+        (["recipe", "mlp_synthetic", "train.lr=fast"], "'train.lr' must be a number"),
+        (["recipe", "mlp_synthetic", "train.batch_size=0"], "'train.batch_size' must be at least 1"),
+        (["recipe", "mlp_synthetic", "train.lr=-1"], "'train.lr' must be greater than 0"),
+        (["recipe", "mlp_synthetic", "lr"], "write KEY=VALUE"),
+        (["recipe", "mlp_synthetic", "--launcher", "srun"], "unknown launcher 'srun'"),
+        (["recipe", "mlp_synthetic", "--backend", "mpi"], "unknown backend 'mpi'"),
+        (["recipe", "mlp_synthetic", "--backend", "nccl"], "nccl needs GPUs"),
+        (["recipe", "mlp_synthetic", "--tracking", "wandb"], "unknown tracker 'wandb'"),
+        (["recipe", "mlp_synthetic", "--nproc", "0"], "--nproc must be at least 1"),
+        (["recipe", "mlp_synthetic", "train.precision=fp16"], "fp16 needs a GPU"),
+        (["recipe", "mlp_synthetic", "--nnodes", "2"], "needs --master-port"),
+        (["recipe", "mlp_synthetic", "--launcher", "torchrun", "--nnodes", "2"], "needs --rdzv-endpoint"),
+        (["recipe", "no/such/file.toml"], "does not exist"),
+    ],
+)
+def test_user_errors_are_one_message_and_exit_2_before_launch(run_ddpx, args, fragment):
+    if "nccl" in args:
+        import torch
+
+        if torch.cuda.is_available():
+            pytest.skip("this machine has a GPU")
+    result = run_ddpx(*args)
+    assert result.returncode == 2, result.output
+    assert fragment in result.stderr
+    assert "Traceback" not in result.output
+    assert result.stderr.count("Error:") == 1
+    assert not (result.cwd / "ddpx-runs").exists() and not (result.cwd / "mlflow.db").exists()

@@ -1,0 +1,106 @@
+"""End to end: real spawn and torchrun jobs on CPU/gloo, read back from a real MLflow store."""
+
+import pytest
+import torch
+from mlflow.tracking import MlflowClient
+
+from conftest import TEST_RECIPES, processes_with_marker
+
+TINY = str(TEST_RECIPES / "tiny_mlp.toml")
+
+
+def only_run(uri, experiment):
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name(experiment)
+    runs = client.search_runs([exp.experiment_id])
+    assert len(runs) == 1, "one MLflow run per job, never one per rank"
+    return client, runs[0]
+
+
+@pytest.mark.parametrize("launcher, nproc", [("spawn", None), ("spawn", 3), ("torchrun", 2), ("torchrun", 3)])
+def test_launchers_run_the_job_and_log_one_mlflow_run(run_ddpx, tracking_uri, experiment, launcher, nproc):
+    args = ["recipe", TINY, "--launcher", launcher, "--tracking-uri", tracking_uri, "--experiment", experiment,
+            "train.lr=0.05"]
+    if nproc:
+        args += ["--nproc", str(nproc)]
+    result = run_ddpx(*args)
+    assert result.returncode == 0, result.output
+    world = nproc or 2  # the default on a machine without GPUs
+    assert f"on {world} rank(s), launcher {launcher}, backend gloo" in result.stdout
+    assert result.stdout.count("epoch 1/3") == 1, "only rank 0 prints"
+    assert "done: tiny_mlp" in result.stdout and "heldout_accuracy" in result.stdout
+
+    client, run = only_run(tracking_uri, experiment)
+    assert run.info.status == "FINISHED"
+    params = run.data.params
+    assert params["train.lr"] == "0.05" and params["train.batch_size"] == "32" and params["model.name"] == "mlp"
+    assert params["dataset.n_classes"] == "8" and params["task"] == "mlp_synthetic"
+    assert (params["launcher"], params["world_size"], params["backend"], params["device"]) == (launcher, str(world), "gloo", "cpu")
+    assert params["global_batch_size"] == str(32 * world) and params["precision"] == "fp32"
+    tags = run.data.tags
+    assert tags["ddpx.recipe"] == "tiny_mlp" and tags["ddpx.version"] and "ddpx==" in tags["ddpx.plugins"]
+
+    for key in ("train_loss", "dev_loss", "dev_accuracy", "samples_per_s", "epoch_s"):
+        history = client.get_metric_history(run.info.run_id, key)
+        assert [m.step for m in history] == [1, 2, 3], key
+    metrics = run.data.metrics
+    assert 0.5 < metrics["heldout_accuracy"] <= 1.0 and metrics["heldout_loss"] > 0
+    assert metrics["heldout_samples"] == 301 and 1 <= metrics["best_epoch"] <= 3
+    assert [a.path for a in client.list_artifacts(run.info.run_id)] == ["recipe.toml"]
+
+    summary = result.summary()
+    assert summary["run_id"] == run.info.run_id
+    assert summary["heldout"]["heldout_accuracy"] == pytest.approx(metrics["heldout_accuracy"])
+
+    ckpt_dir = result.run_dirs()[0] / "checkpoints"
+    for name in ("last.pt", "best.pt"):
+        state = torch.load(ckpt_dir / name, weights_only=True)
+        assert not any(k.startswith("module.") for k in state["model"])
+        assert {"optimizer", "epoch", "rng", "recipe"} <= set(state)
+        assert state["tracking_run_id"] == run.info.run_id
+    assert torch.load(ckpt_dir / "best.pt", weights_only=True)["epoch"] == summary["best_epoch"]
+    assert processes_with_marker(result.marker) == []
+
+
+def test_default_recipe_gets_close_to_its_ceiling_in_the_default_store(run_ddpx, tmp_path):
+    from ddpx.plugins.mlp_synthetic import bayes_accuracy
+
+    result = run_ddpx("recipe", "mlp_synthetic", "train.max_epochs=4")
+    assert result.returncode == 0, result.output
+    assert (tmp_path / "mlflow.db").is_file(), "MLflow's own default store, in the working directory"
+    _, run = only_run(f"sqlite:///{tmp_path / 'mlflow.db'}", "ddpx")
+    accuracy = run.data.metrics["heldout_accuracy"]
+    ceiling = bayes_accuracy(0.03, 32)
+    assert accuracy > 0.9 > 1 / 32  # far above chance
+    assert accuracy == pytest.approx(ceiling, abs=0.02)  # and within sampling noise of the ceiling
+    assert "mlflow ui --backend-store-uri" in result.stdout
+
+
+def test_parameters_are_identical_on_every_rank_from_the_start(run_ddpx, monkeypatch):
+    import ddpx_testplug_rank_params as plugin
+
+    monkeypatch.setenv("RANK", "0")
+    first = plugin.build({"dim_hidden": 32, "n_layers": 2}, {"dim_in": 64, "n_classes": 8})
+    monkeypatch.setenv("RANK", "1")
+    second = plugin.build({"dim_hidden": 32, "n_layers": 2}, {"dim_in": 64, "n_classes": 8})
+    assert not torch.equal(first.net[0].weight, second.net[0].weight), "the test model really differs per rank"
+
+    result = run_ddpx("recipe", TINY, "--nproc", "3", "--tracking", "none", "model.name=rank_seeded_mlp",
+                      "train.max_epochs=1", plugins=("ddpx_testplug_rank_params",))
+    assert result.returncode == 0, result.output
+    run_dir = result.run_dirs()[0]
+    states = [torch.load(run_dir / f"start-params-rank{r}.pt", weights_only=True) for r in range(3)]
+    for state in states[1:]:
+        assert state.keys() == states[0].keys()
+        assert all(torch.equal(state[k], states[0][k]) for k in state)
+
+
+@pytest.mark.parametrize("launcher", ["spawn", "torchrun"])
+def test_one_failing_rank_ends_the_job_with_its_traceback_once(run_ddpx, launcher):
+    result = run_ddpx("recipe", TINY, "--launcher", launcher, "--nproc", "3", "--tracking", "none",
+                      "task=failing_on_rank1", plugins=("ddpx_testplug_failing",))
+    assert result.returncode == 1, result.output
+    assert result.output.count("deliberate failure on rank 1") == 1
+    assert result.output.count("Traceback (most recent call last)") == 1
+    assert "the job failed on rank 1" in result.stderr
+    assert processes_with_marker(result.marker) == [], "no orphan processes"

@@ -57,11 +57,7 @@ def job_failure(run_dir: RunDir, exit_code: int, fallback: str) -> JobFailed:
         return JobFailed(first["message"], 1)
     others = sorted({r["rank"] for r in records} - {first["rank"]})
     also = f" (then rank(s) {', '.join(map(str, others))})" if others else ""
-    return JobFailed(
-        f"the job failed on rank {first['rank']}{also} with {first['type']}: {first['message']}\n\n"
-        f"{first['traceback'].rstrip()}",
-        1,
-    )
+    return JobFailed(f"the job failed on rank {first['rank']}{also}; its error:\n{first['traceback'].rstrip()}", 1)
 
 
 def clear_failures(run_dir: RunDir) -> None:

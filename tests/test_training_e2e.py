@@ -1,5 +1,7 @@
 """End to end: real spawn and torchrun jobs on CPU/gloo, read back from a real MLflow store."""
 
+import subprocess
+
 import pytest
 import torch
 from mlflow.tracking import MlflowClient
@@ -65,6 +67,13 @@ def test_launchers_run_the_job_and_log_one_mlflow_run(run_ddpx, tracking_uri, ex
 def test_default_recipe_gets_close_to_its_ceiling_in_the_default_store(run_ddpx, tmp_path):
     from ddpx.plugins.mlp_synthetic import bayes_accuracy
 
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "notes.txt").write_text("an experiment folder under git\n")
+    subprocess.run([*git, "-C", str(tmp_path), "add", "notes.txt"], check=True)
+    subprocess.run([*git, "-C", str(tmp_path), "commit", "-qm", "start"], check=True)
+    head = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+
     result = run_ddpx("recipe", "mlp_synthetic", "train.max_epochs=4")
     assert result.returncode == 0, result.output
     assert (tmp_path / "mlflow.db").is_file(), "MLflow's own default store, in the working directory"
@@ -74,6 +83,7 @@ def test_default_recipe_gets_close_to_its_ceiling_in_the_default_store(run_ddpx,
     assert accuracy > 0.9 > 1 / 32  # far above chance
     assert accuracy == pytest.approx(ceiling, abs=0.02)  # and within sampling noise of the ceiling
     assert "mlflow ui --backend-store-uri" in result.stdout
+    assert run.data.tags["mlflow.source.git.commit"] == head
 
 
 def test_parameters_are_identical_on_every_rank_from_the_start(run_ddpx, monkeypatch):

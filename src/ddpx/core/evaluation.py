@@ -96,32 +96,15 @@ def _empty_like_peers(model, dataset, device, collate_fn):
     return out[:0], target.to(device)[:0]
 
 
-def evaluate(
-    model: torch.nn.Module,
-    dataset: Dataset,
-    *,
-    metric: MetricSpec,
-    loss_fn: LossFn,
-    rank: int,
-    world_size: int,
-    device: torch.device,
-    batch_size: int,
-    collate_fn: Callable | None = None,
-    autocast: Callable[[], AbstractContextManager[Any]] | None = None,
-) -> Evaluation:
-    """Exact metric and mean loss of ``model`` on ``dataset``, identical on every rank."""
-    preds = predict(
-        model,
-        dataset,
-        rank=rank,
-        world_size=world_size,
-        device=device,
-        batch_size=batch_size,
-        collate_fn=collate_fn,
-        autocast=autocast,
-    )
+def evaluate(model: torch.nn.Module, dataset: Dataset, *, metric: MetricSpec, loss_fn: LossFn,
+             **predict_options: Any) -> Evaluation:
+    """Exact metric and mean loss of ``model`` on ``dataset``, identical on every rank.
+
+    ``predict_options`` are :func:`predict`'s (rank, world size, device, batch size, ...).
+    """
+    preds = predict(model, dataset, **predict_options)
     result = None
-    if rank == 0:
+    if predict_options["rank"] == 0:
         loss = float(loss_fn(preds.outputs, preds.targets).item())
         value = float(metric.compute(preds.targets.numpy(), preds.outputs.numpy()))
         result = Evaluation(metric=value, loss=loss, count=int(preds.targets.shape[0]))

@@ -120,8 +120,9 @@ def recipes_command(as_json: bool) -> None:
     from rich.table import Table
 
     table = Table(title="ddpx recipes", title_justify="left")
-    for column in ("name", "task", "model", "metric", "description"):
-        table.add_column(column, overflow="fold")
+    for column in ("name", "task", "model", "metric"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("description", overflow="fold")
     for row in rows:
         table.add_row(row.name, row.task, row.model, row.metric, row.description)
     Console().print(table)

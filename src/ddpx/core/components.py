@@ -39,6 +39,7 @@ class DataRequest:
     ``params`` holds the resolved ``dataset.*`` keys. ``seed`` is ``train.seed``: splits drawn
     from it are identical on every rank. ``barrier`` waits for every rank; with
     ``is_local_main`` it lets one process per machine download while the others wait.
+    ``log`` tells the user something once (it prints on rank 0 only).
     """
 
     params: Mapping[str, Any]
@@ -47,6 +48,7 @@ class DataRequest:
     world_size: int
     local_rank: int
     barrier: Callable[[], None]
+    log: Callable[[str], None] = print
 
     @property
     def is_local_main(self) -> bool:

@@ -24,4 +24,4 @@ def print_summary(recipe_name: str, summary: Mapping[str, Any], console: Console
     console.print(f"[green]done[/green]: {recipe_name}")
     console.print(table)
     if summary.get("tracker_hint"):
-        console.print(f"To compare runs, {summary['tracker_hint']}", soft_wrap=True)
+        console.print(summary["tracker_hint"], soft_wrap=True)

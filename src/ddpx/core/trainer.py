@@ -83,7 +83,7 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
     seed_everything(train["seed"])
     data = task.build_data(
         DataRequest(params=cfg["dataset"], seed=train["seed"], rank=env.rank, world_size=env.world_size,
-                    local_rank=env.local_rank, barrier=barrier)
+                    local_rank=env.local_rank, barrier=barrier, log=lambda text: console.print(f"data: {text}"))
     )
     if len(data.train) < env.world_size:
         raise UserError(
@@ -168,6 +168,7 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
                 "rng": rng_state(),
                 "tracking_run_id": tracker.run_id if tracker else None,
                 "recipe": job.config,
+                "task_info": data.info,  # what rebuilding the model needs (a vocabulary, say)
             }
             save_checkpoint(paths.last_checkpoint, state)
             if improved:

@@ -64,9 +64,9 @@ class MlflowTracker:
 
     def describe(self) -> str:
         if self.uri and self.uri.startswith(("http://", "https://")):
-            return f"open {self.uri.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
+            return f"Compare runs: open {self.uri.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
         return (
-            f"run `mlflow ui --backend-store-uri {self.uri}` and open "
+            f"Compare runs: `mlflow ui --backend-store-uri {self.uri}`, then open "
             f"http://127.0.0.1:5000/#/experiments/{self.experiment_id}/runs/{self.run_id}"
         )
 

@@ -28,7 +28,7 @@ class NoTracker:
         pass
 
     def describe(self) -> str:
-        return f"tracking was off; metrics are in {self.run_dir}/metrics.jsonl"
+        return f"Tracking was off; the metrics are in {self.run_dir}/metrics.jsonl"
 
 
 @hookimpl

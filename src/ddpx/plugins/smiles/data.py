@@ -1,0 +1,51 @@
+"""Building the SMILES task's splits on every rank: read, split, tokenize, encode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from ddpx.core.components import DataRequest, TaskData
+from ddpx.core.errors import UserError
+from ddpx.plugins.smiles.chem import canonicalizer
+from ddpx.plugins.smiles.csv_table import read_smiles_csv
+from ddpx.plugins.smiles.dataset import SmilesDataset, collate
+from ddpx.plugins.smiles.download import ensure_file
+from ddpx.plugins.smiles.splits import random_split, scaffold_split
+from ddpx.plugins.smiles.tokenizer import Vocabulary
+
+
+def build_smiles_data(request: DataRequest, default_path: Callable[[], Path | None], missing_hint: str) -> TaskData:
+    p = request.params
+    path = Path(p["path"]).expanduser() if p["path"] else default_path()
+    if path is None:
+        raise UserError("this task needs dataset.path=FILE, a CSV with a SMILES column and a 0/1 label column.")
+    if p["download"] and not p["url"]:
+        raise UserError("dataset.download=true needs dataset.url=URL to download from.")
+    ensure_file(path, p["url"], download=p["download"], is_local_main=request.is_local_main, barrier=request.barrier,
+                missing_hint=missing_hint.format(path=path, url=p["url"]))
+
+    canonical = canonicalizer() if p["canonicalize"] else None
+    table = read_smiles_csv(path, p["smiles_column"], p["label_column"], strict=p["strict"], canonical=canonical)
+    if table.skipped:
+        count = sum(len(lines) for lines in table.skipped.values())
+        request.log(f"skipped {count} bad row(s) of {path}: {table.skipped_report()}. "
+                    "Set dataset.strict=true to refuse such files instead.")
+
+    if p["split"] == "scaffold":
+        train, dev, heldout = scaffold_split(table.smiles, p["heldout_fraction"], p["dev_fraction"])
+    else:
+        train, dev, heldout = random_split(table.labels, request.seed, p["heldout_fraction"], p["dev_fraction"])
+
+    vocabulary = Vocabulary.build(table.tokens[i] for i in train)  # training molecules only
+
+    def split(indices) -> SmilesDataset:
+        return SmilesDataset([vocabulary.encode(table.tokens[i]) for i in indices], [table.labels[i] for i in indices])
+
+    return TaskData(
+        train=split(train),
+        dev=split(dev),
+        heldout=split(heldout),
+        info={"vocab": vocabulary.to_list(), "pad_id": 0, "molecules": len(table.labels)},
+        collate_fn=collate,
+    )

@@ -1,0 +1,31 @@
+"""The ``smiles_rnn`` model: embedding, a (bi)directional LSTM or GRU over packed sequences,
+and a linear head giving one logit per molecule."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+
+class SmilesRNN(nn.Module):
+    def __init__(self, vocab_size: int, *, embedding_dim: int = 128, d_model: int = 128, num_layers: int = 3,
+                 bidirectional: bool = True, dropout: float = 0.2, cell: str = "lstm", pad_id: int = 0):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=pad_id)
+        rnn_class = nn.LSTM if cell == "lstm" else nn.GRU
+        self.rnn = rnn_class(embedding_dim, d_model, num_layers=num_layers, bidirectional=bidirectional,
+                             dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
+        self.directions = 2 if bidirectional else 1
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(self.directions * d_model, 1)
+
+    def forward(self, inputs: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        tokens, lengths = inputs
+        packed = pack_padded_sequence(self.embedding(tokens), lengths.cpu(), batch_first=True, enforce_sorted=False)
+        _, hidden = self.rnn(packed)
+        if isinstance(hidden, tuple):  # LSTM: (h, c)
+            hidden = hidden[0]
+        last_layer = hidden[-self.directions:]  # (directions, B, d_model)
+        features = torch.cat(list(last_layer), dim=-1)
+        return self.head(self.dropout(features)).squeeze(-1)

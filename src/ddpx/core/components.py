@@ -78,7 +78,9 @@ class TaskSpec:
     ``loss`` is ``"cross_entropy"`` (integer class targets, logits of shape ``(N, C)``) or
     ``"bce_with_logits"`` (0/1 targets, logits of shape ``(N,)``). ``metric`` names a
     registered metric, used for model selection on the dev split and reported on held-out.
-    ``params`` declares the task's ``dataset.*`` keys.
+    ``params`` declares the task's ``dataset.*`` keys. ``check(params)``, when given, runs in the
+    launching process before any rank starts and raises :class:`~ddpx.core.errors.UserError` for
+    settings that cannot work (a missing file, a missing optional dependency).
     """
 
     name: str
@@ -87,6 +89,7 @@ class TaskSpec:
     loss: str
     metric: str
     params: Mapping[str, Param] = field(default_factory=dict)
+    check: Callable[[Mapping[str, Any]], None] | None = None
 
 
 @dataclass(frozen=True)

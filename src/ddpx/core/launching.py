@@ -99,6 +99,8 @@ def plan_job(registry: Registry, recipe: Recipe, options: LaunchOptions) -> Job:
     )
     if launcher.check is not None:
         launcher.check(job)
+    if recipe.task.check is not None:
+        recipe.task.check(recipe.config["dataset"])
     return job
 
 

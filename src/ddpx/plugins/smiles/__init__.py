@@ -44,16 +44,35 @@ BBBP_MISSING = (
 )
 
 
+def no_default_path() -> None:
+    return None
+
+
+CSV_MISSING = "Check dataset.path."
+
+
 def build_bbbp(request):
     from ddpx.plugins.smiles.data import build_smiles_data
 
     return build_smiles_data(request, bbbp_default_path, BBBP_MISSING)
 
 
+def check_bbbp(params):
+    from ddpx.plugins.smiles.data import check_smiles_params
+
+    check_smiles_params(params, bbbp_default_path, BBBP_MISSING)
+
+
 def build_smiles_csv(request):
     from ddpx.plugins.smiles.data import build_smiles_data
 
-    return build_smiles_data(request, lambda: None, "Check dataset.path.")
+    return build_smiles_data(request, no_default_path, CSV_MISSING)
+
+
+def check_smiles_csv(params):
+    from ddpx.plugins.smiles.data import check_smiles_params
+
+    check_smiles_params(params, no_default_path, CSV_MISSING)
 
 
 MODEL_PARAMS = {
@@ -75,10 +94,10 @@ def build_model(params, info):
 @hookimpl
 def register_tasks(register):
     register(TaskSpec("bbbp", "BBBP: does a molecule cross the blood-brain barrier? (MoleculeNet)", build_bbbp,
-                      loss="bce_with_logits", metric="roc_auc",
+                      loss="bce_with_logits", metric="roc_auc", check=check_bbbp,
                       params=smiles_params(smiles_column="smiles", label_column="p_np", url=BBBP_URL)))
     register(TaskSpec("smiles_csv", "binary labels of molecules from any SMILES CSV", build_smiles_csv,
-                      loss="bce_with_logits", metric="roc_auc",
+                      loss="bce_with_logits", metric="roc_auc", check=check_smiles_csv,
                       params=smiles_params(smiles_column="smiles", label_column="label", url="")))
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from ddpx.core.components import DataRequest, TaskData
 from ddpx.core.errors import UserError
-from ddpx.plugins.smiles.chem import canonicalizer
+from ddpx.plugins.smiles.chem import canonicalizer, require_rdkit
 from ddpx.plugins.smiles.csv_table import read_smiles_csv
 from ddpx.plugins.smiles.dataset import SmilesDataset, collate
 from ddpx.plugins.smiles.download import ensure_file
@@ -15,13 +15,29 @@ from ddpx.plugins.smiles.splits import random_split, scaffold_split
 from ddpx.plugins.smiles.tokenizer import Vocabulary
 
 
-def build_smiles_data(request: DataRequest, default_path: Callable[[], Path | None], missing_hint: str) -> TaskData:
-    p = request.params
-    path = Path(p["path"]).expanduser() if p["path"] else default_path()
+def dataset_path(params: Mapping[str, Any], default_path: Callable[[], Path | None]) -> Path:
+    path = Path(params["path"]).expanduser() if params["path"] else default_path()
     if path is None:
         raise UserError("this task needs dataset.path=FILE, a CSV with a SMILES column and a 0/1 label column.")
-    if p["download"] and not p["url"]:
+    return path
+
+
+def check_smiles_params(params: Mapping[str, Any], default_path: Callable[[], Path | None], missing_hint: str) -> None:
+    """Before launch: the file exists (or will be downloaded) and RDKit is there when needed."""
+    path = dataset_path(params, default_path)
+    if params["download"] and not params["url"]:
         raise UserError("dataset.download=true needs dataset.url=URL to download from.")
+    if not params["download"] and not path.is_file():
+        raise UserError(f"dataset file '{path}' does not exist. {missing_hint.format(path=path, url=params['url'])}")
+    if params["split"] == "scaffold":
+        require_rdkit("dataset.split=scaffold")
+    if params["canonicalize"]:
+        require_rdkit("dataset.canonicalize=true")
+
+
+def build_smiles_data(request: DataRequest, default_path: Callable[[], Path | None], missing_hint: str) -> TaskData:
+    p = request.params
+    path = dataset_path(p, default_path)
     ensure_file(path, p["url"], download=p["download"], is_local_main=request.is_local_main, barrier=request.barrier,
                 missing_hint=missing_hint.format(path=path, url=p["url"]))
 

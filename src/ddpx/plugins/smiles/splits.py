@@ -43,18 +43,21 @@ def scaffold_split(smiles: Sequence[str], heldout_fraction: float, dev_fraction:
     groups: dict[str, list[int]] = defaultdict(list)
     for i, s in enumerate(smiles):
         groups[murcko_scaffold(s)].append(i)
-    ordered = sorted(groups.values(), key=lambda g: (-len(g), g[0]))
+    # largest scaffold groups first; equal sizes by descending first index (MoleculeNet's order)
+    ordered = sorted(groups.values(), key=lambda g: (len(g), g[0]), reverse=True)
     n = len(smiles)
     train_cap = n * (1 - heldout_fraction) * (1 - dev_fraction)
     visible_cap = n * (1 - heldout_fraction)
-    train, dev, heldout = [], [], []
-    for group in ordered:
-        if len(train) + len(group) <= train_cap:
-            train += group
-        elif len(train) + len(dev) + len(group) <= visible_cap:
-            dev += group
-        else:
-            heldout += group
+    train: list[int] = []
+    dev: list[int] = []
+    heldout: list[int] = []
+    target = train
+    for group in ordered:  # fill train, then dev, then held-out, never going back
+        if target is train and len(train) + len(group) > train_cap:
+            target = dev
+        if target is dev and len(train) + len(dev) + len(group) > visible_cap:
+            target = heldout
+        target += group
     if not dev or not heldout:
         raise UserError("the scaffold split left the dev or held-out split empty; the file has too few distinct scaffolds.")
     return np.array(train), np.array(dev), np.array(heldout)

@@ -1,0 +1,137 @@
+"""The SMILES task end to end: both launchers, MLflow, the predictor, downloads, real BBBP."""
+
+import http.server
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+from sklearn.metrics import roc_auc_score
+
+from conftest import TESTS
+from ddpx.plugins.smiles.csv_table import read_smiles_csv
+from ddpx.plugins.smiles.predict import SmilesPredictor
+from ddpx.plugins.smiles.splits import random_split
+from smiles_files import write_smiles_csv
+
+BBBP = TESTS.parent.parent / "shared" / "data" / "bbbp" / "BBBP.csv"
+FAST = ["train.max_epochs=8", "train.patience=0"]
+
+
+@pytest.fixture
+def molecules(tmp_path) -> Path:
+    return write_smiles_csv(tmp_path / "molecules.csv", n=240)
+
+
+@pytest.mark.parametrize("launcher", ["spawn", "torchrun"])
+def test_bbbp_rnn_runs_on_both_launchers_and_logs_one_run(run_ddpx, molecules, tracking_uri, experiment, launcher):
+    result = run_ddpx("recipe", "bbbp_rnn", "--launcher", launcher, "--nproc", "2", "--tracking-uri", tracking_uri,
+                      "--experiment", experiment, f"dataset.path={molecules}", *FAST)
+    assert result.returncode == 0, result.output
+    client = MlflowClient(tracking_uri)
+    runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    assert len(runs) == 1
+    run = runs[0]
+    assert run.data.metrics["heldout_roc_auc"] >= 0.8  # the chlorine rule is learnt
+    assert run.data.metrics["heldout_samples"] == 24
+    assert "heldout_loss" in run.data.metrics and "dev_roc_auc" in run.data.metrics
+    params = run.data.params
+    assert (params["model.num_layers"], params["model.bidirectional"], params["model.dropout"]) == ("3", "True", "0.2")
+    assert (params["train.optimizer"], params["train.lr"], params["train.weight_decay"]) == ("adamw", "0.001", "0.0001")
+    assert params["launcher"] == launcher and params["task"] == "bbbp"
+
+
+def test_predictor_reloads_the_checkpoint_and_reproduces_the_exact_heldout_metric(run_ddpx, molecules):
+    result = run_ddpx("recipe", "bbbp_rnn", "--nproc", "3", "--tracking", "none", f"dataset.path={molecules}", *FAST)
+    assert result.returncode == 0, result.output
+    summary = result.summary()
+    predictor = SmilesPredictor.from_checkpoint(result.run_dirs()[0] / "checkpoints" / "best.pt")
+    assert predictor.vocabulary.tokens[:2] == ["<pad>", "<unk>"] and "Cl" in predictor.vocabulary.index
+
+    table = read_smiles_csv(molecules, "smiles", "p_np", strict=True)
+    _, _, heldout = random_split(table.labels, seed=0, heldout_fraction=0.1, dev_fraction=0.2)
+    scores = predictor.predict_proba([table.smiles[i] for i in heldout])
+    expected = roc_auc_score([table.labels[i] for i in heldout], scores)
+    assert summary["heldout"]["heldout_roc_auc"] == pytest.approx(expected, abs=1e-9)
+    assert all(0 <= p <= 1 for p in scores)
+
+
+def test_bad_rows_are_reported_once_and_skipped(run_ddpx, tmp_path):
+    path = write_smiles_csv(tmp_path / "bad.csv", n=240, extra_rows="241,empty,1,\r\n242,odd,1,CC X\r\n")
+    result = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", f"dataset.path={path}", "train.max_epochs=1")
+    assert result.returncode == 0, result.output
+    assert result.stdout.count("skipped 2 bad row(s)") == 1
+    assert "an empty SMILES (line 242)" in result.stdout and "cannot represent (line 243)" in result.stdout
+    strict = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", f"dataset.path={path}", "dataset.strict=true")
+    assert strict.returncode == 1 and strict.stderr.count("has bad rows") == 1 and "Traceback" not in strict.output
+
+
+class CountingHandler(http.server.SimpleHTTPRequestHandler):
+    requests: list = []
+
+    def do_GET(self):
+        CountingHandler.requests.append(self.path)
+        super().do_GET()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_download_happens_once_per_machine_from_the_url(run_ddpx, tmp_path):
+    served = tmp_path / "served"
+    served.mkdir()
+    write_smiles_csv(served / "BBBP.csv", n=240)
+    CountingHandler.requests = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: CountingHandler(*a, directory=str(served)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/BBBP.csv"
+        data_dir = tmp_path / "data"
+        result = run_ddpx("recipe", "bbbp_rnn", "--nproc", "3", "--tracking", "none", "dataset.download=true",
+                          f"dataset.url={url}", "train.max_epochs=1", env={"DDPX_DATA_DIR": str(data_dir)})
+        assert result.returncode == 0, result.output
+        assert (data_dir / "bbbp" / "BBBP.csv").read_bytes() == (served / "BBBP.csv").read_bytes()
+        assert CountingHandler.requests == ["/BBBP.csv"], "local rank 0 alone downloads"
+        assert not list((data_dir / "bbbp").glob("*.part"))
+
+        again = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", "dataset.download=true", f"dataset.url={url}",
+                         "train.max_epochs=1", env={"DDPX_DATA_DIR": str(data_dir)})
+        assert again.returncode == 0 and len(CountingHandler.requests) == 1, "an existing file is not fetched again"
+        broken = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", "dataset.download=true",
+                          f"dataset.url={url.replace('BBBP', 'nothing')}", env={"DDPX_DATA_DIR": str(tmp_path / "d2")})
+        assert broken.returncode == 1 and "could not download" in broken.stderr and "Traceback" not in broken.output
+    finally:
+        server.shutdown()
+
+
+def test_missing_file_and_missing_rdkit_are_errors_before_launch(run_ddpx, tmp_path, molecules):
+    missing = run_ddpx("recipe", "bbbp_rnn", env={"DDPX_DATA_DIR": str(tmp_path / "empty")})
+    assert missing.returncode == 2
+    assert "BBBP is MoleculeNet's public" in missing.stderr and "deepchemdata" in missing.stderr
+    assert "dataset.download=true" in missing.stderr
+
+    no_rdkit = {"PYTHONPATH": os.pathsep.join([str(TESTS / "fake_no_rdkit"), str(TESTS / "plugins")])}
+    for key in ("dataset.split=scaffold", "dataset.canonicalize=true"):
+        result = run_ddpx("recipe", "bbbp_rnn", f"dataset.path={molecules}", key, env=no_rdkit)
+        assert result.returncode == 2, result.output
+        assert "needs RDKit" in result.stderr and "pip install 'ddpx[chem]'" in result.stderr
+
+
+def test_scaffold_split_and_canonical_smiles_with_rdkit(run_ddpx, molecules):
+    pytest.importorskip("rdkit")
+    result = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", f"dataset.path={molecules}",
+                      "dataset.split=scaffold", "dataset.canonicalize=true", "train.max_epochs=2")
+    assert result.returncode == 0, result.output
+    assert 0.0 <= result.summary()["heldout"]["heldout_roc_auc"] <= 1.0
+
+
+@pytest.mark.skipif(not BBBP.is_file(), reason="the real BBBP file is in ../shared/data (CI has it)")
+def test_real_bbbp_reaches_a_roc_auc_a_broken_pipeline_cannot(run_ddpx, tracking_uri, experiment):
+    result = run_ddpx("recipe", "bbbp_rnn", "--launcher", "torchrun", "--nproc", "2", "--tracking-uri", tracking_uri,
+                      "--experiment", experiment, f"dataset.path={BBBP}", "train.max_epochs=4", timeout=600)
+    assert result.returncode == 0, result.output
+    summary = result.summary()
+    assert summary["heldout_samples"] == 205  # 10 % of 2050, every molecule scored once
+    assert summary["heldout"]["heldout_roc_auc"] >= 0.85

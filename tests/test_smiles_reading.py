@@ -1,0 +1,114 @@
+"""The SMILES tokenizer and CSV reading: real-file quirks, bad rows, clear errors."""
+
+from pathlib import Path
+
+import pytest
+
+from ddpx.core.errors import UserError
+from ddpx.plugins.smiles.csv_table import read_smiles_csv
+from ddpx.plugins.smiles.splits import random_split, scaffold_split
+from ddpx.plugins.smiles.tokenizer import UNK, Vocabulary, tokenize
+from smiles_files import write_smiles_csv
+
+BBBP = Path(__file__).parent.parent.parent / "shared" / "data" / "bbbp" / "BBBP.csv"
+
+
+@pytest.mark.parametrize(
+    "smiles, tokens",
+    [
+        ("CCl", ["C", "Cl"]),
+        ("BrCC(=O)[nH]1", ["Br", "C", "C", "(", "=", "O", ")", "[nH]", "1"]),
+        ("C%10CCC%10", ["C", "%10", "C", "C", "C", "%10"]),
+        ("[C@@H](N)[Na+].[Cl-]", ["[C@@H]", "(", "N", ")", "[Na+]", ".", "[Cl-]"]),
+        ("c1ccccc1/C=C\\C", ["c", "1", "c", "c", "c", "c", "c", "1", "/", "C", "=", "C", "\\", "C"]),
+    ],
+)
+def test_multi_character_tokens_stay_whole(smiles, tokens):
+    assert tokenize(smiles) == tokens
+
+
+@pytest.mark.parametrize("smiles", ["CC X", "C€C", "C[C", "Q"])
+def test_unrepresentable_characters_are_detected(smiles):
+    assert tokenize(smiles) is None
+
+
+def test_vocabulary_has_padding_unknown_and_training_tokens_only():
+    vocab = Vocabulary.build([["C", "C", "O"], ["C", "N"]])
+    assert vocab.tokens[:2] == ["<pad>", UNK] and vocab.tokens[2] == "C"
+    assert vocab.encode(["C", "Cl", "N"]) == [2, 1, vocab.index["N"]]  # Cl was never seen in training
+    assert Vocabulary(vocab.to_list()).index == vocab.index
+
+
+def test_real_file_quirks_are_read(tmp_path):
+    path = write_smiles_csv(tmp_path / "mols.csv", n=30, extra_rows="\r\n\r\n,,,\r\n")  # BOM, CRLF, blank lines
+    table = read_smiles_csv(path, "smiles", "p_np", strict=True)
+    assert len(table.smiles) == 30 and not table.skipped
+    assert set(table.labels) == {0, 1}
+
+
+def test_bad_rows_are_counted_with_line_numbers_and_skipped(tmp_path):
+    extra = '99,"empty, smiles",1,\r\n100,bad label,2,CCO\r\n101,odd chars,0,CC X\r\n102,fine,0,CCN\r\n103,bad label,yes,CC\r\n'
+    path = write_smiles_csv(tmp_path / "mols.csv", n=10, extra_rows=extra)
+    table = read_smiles_csv(path, "smiles", "p_np", strict=False)
+    assert len(table.smiles) == 11
+    assert dict(table.skipped) == {
+        "an empty SMILES": [12],
+        "a label that is not 0/1 in 'p_np'": [13, 16],
+        "characters the SMILES tokenizer cannot represent": [14],
+    }
+    report = table.skipped_report()
+    assert "2 with a label that is not 0/1 in 'p_np' (line 13, 16)" in report
+    with pytest.raises(UserError, match="has bad rows: .*dataset.strict=false"):
+        read_smiles_csv(path, "smiles", "p_np", strict=True)
+
+
+def test_missing_column_names_the_columns_and_the_key(tmp_path):
+    path = write_smiles_csv(tmp_path / "mols.csv", n=10)
+    with pytest.raises(UserError, match=r"no column 'smile'\. Did you mean 'smiles'\?.*num, name, p_np, smiles.*dataset\.smiles_column"):
+        read_smiles_csv(path, "smile", "p_np", strict=False)
+
+
+def test_one_class_empty_and_binary_files_are_clear_errors(tmp_path):
+    one_class = tmp_path / "one.csv"
+    one_class.write_text("smiles,p_np\nCCO,1\nCCN,1\n")
+    with pytest.raises(UserError, match="only label 1 .*needs both 0 and 1"):
+        read_smiles_csv(one_class, "smiles", "p_np", strict=False)
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(UserError, match="is empty"):
+        read_smiles_csv(empty, "smiles", "p_np", strict=False)
+    binary = tmp_path / "binary.csv"
+    binary.write_bytes(b"\x1f\x8b\x08\x00\xff\xfe\x00\x00")
+    with pytest.raises(UserError, match="not UTF-8 text"):
+        read_smiles_csv(binary, "smiles", "p_np", strict=False)
+
+
+def test_random_split_is_stratified_and_seeded():
+    labels = [i % 4 != 0 for i in range(1000)]
+    train, dev, heldout = random_split(labels, seed=3, heldout_fraction=0.1, dev_fraction=0.2)
+    assert (len(train), len(dev), len(heldout)) == (720, 180, 100)
+    assert sorted([*train, *dev, *heldout]) == list(range(1000))
+    assert sum(labels[i] for i in heldout) == 75  # the 3:1 balance, exactly
+    again = random_split(labels, seed=3, heldout_fraction=0.1, dev_fraction=0.2)
+    assert all((a == b).all() for a, b in zip(again, (train, dev, heldout)))
+
+
+def test_scaffold_split_keeps_each_scaffold_in_one_split():
+    pytest.importorskip("rdkit")
+    from ddpx.plugins.smiles.chem import murcko_scaffold
+
+    smiles = ["c1ccccc1CC", "c1ccccc1CCC", "c1ccccc1O", "C1CCCCC1N", "C1CCCCC1O", "c1ccncc1C", "c1ccncc1N",
+              "c1ccoc1C", "CCCC", "CCO", "C1CCNCC1C", "c1ccsc1"] * 5
+    train, dev, heldout = scaffold_split(smiles, heldout_fraction=0.2, dev_fraction=0.2)
+    assert sorted([*train, *dev, *heldout]) == list(range(len(smiles)))
+    where = {}
+    for name, part in (("train", train), ("dev", dev), ("heldout", heldout)):
+        for i in part:
+            assert where.setdefault(murcko_scaffold(smiles[i]), name) == name
+
+
+@pytest.mark.skipif(not BBBP.is_file(), reason="the real BBBP file is in ../shared/data (CI has it)")
+def test_the_real_bbbp_file_reads_completely():
+    table = read_smiles_csv(BBBP, "smiles", "p_np", strict=True)
+    assert len(table.labels) == 2050
+    assert sum(table.labels) == 1567

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -87,3 +91,26 @@ def tracking_uri(tmp_path_factory) -> str:
 @pytest.fixture
 def experiment() -> str:
     return f"test-{uuid.uuid4().hex[:8]}"
+
+
+class _CountingHandler(http.server.SimpleHTTPRequestHandler):
+    def do_GET(self):
+        self.server.requests.append(self.path)
+        super().do_GET()
+
+    def log_message(self, *args):
+        pass
+
+
+@contextmanager
+def serve_directory(folder: Path):
+    """A real HTTP server on loopback serving ``folder``; yields (base URL, list of request paths)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(_CountingHandler, directory=str(folder)))
+    server.requests = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", server.requests
+    finally:
+        server.shutdown()
+        thread.join()

@@ -1,15 +1,13 @@
 """The SMILES task end to end: both launchers, MLflow, the predictor, downloads, real BBBP."""
 
-import http.server
 import os
-import threading
 from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 from sklearn.metrics import roc_auc_score
 
-from conftest import TESTS
+from conftest import TESTS, serve_directory
 from ddpx.plugins.smiles.csv_table import read_smiles_csv
 from ddpx.plugins.smiles.predict import SmilesPredictor
 from ddpx.plugins.smiles.splits import random_split
@@ -67,43 +65,26 @@ def test_bad_rows_are_reported_once_and_skipped(run_ddpx, tmp_path):
     assert strict.returncode == 1 and strict.stderr.count("has bad rows") == 1 and "Traceback" not in strict.output
 
 
-class CountingHandler(http.server.SimpleHTTPRequestHandler):
-    requests: list = []
-
-    def do_GET(self):
-        CountingHandler.requests.append(self.path)
-        super().do_GET()
-
-    def log_message(self, *args):
-        pass
-
-
 def test_download_happens_once_per_machine_from_the_url(run_ddpx, tmp_path):
     served = tmp_path / "served"
     served.mkdir()
     write_smiles_csv(served / "BBBP.csv", n=240)
-    CountingHandler.requests = []
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: CountingHandler(*a, directory=str(served)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/BBBP.csv"
+    with serve_directory(served) as (base, requests):
+        url = f"{base}/BBBP.csv"
         data_dir = tmp_path / "data"
         result = run_ddpx("recipe", "bbbp_rnn", "--nproc", "3", "--tracking", "none", "dataset.download=true",
                           f"dataset.url={url}", "train.max_epochs=1", env={"DDPX_DATA_DIR": str(data_dir)})
         assert result.returncode == 0, result.output
         assert (data_dir / "bbbp" / "BBBP.csv").read_bytes() == (served / "BBBP.csv").read_bytes()
-        assert CountingHandler.requests == ["/BBBP.csv"], "local rank 0 alone downloads"
+        assert requests == ["/BBBP.csv"], "local rank 0 alone downloads"
         assert not list((data_dir / "bbbp").glob("*.part"))
 
         again = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", "dataset.download=true", f"dataset.url={url}",
                          "train.max_epochs=1", env={"DDPX_DATA_DIR": str(data_dir)})
-        assert again.returncode == 0 and len(CountingHandler.requests) == 1, "an existing file is not fetched again"
+        assert again.returncode == 0 and len(requests) == 1, "an existing file is not fetched again"
         broken = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", "dataset.download=true",
-                          f"dataset.url={url.replace('BBBP', 'nothing')}", env={"DDPX_DATA_DIR": str(tmp_path / "d2")})
+                          f"dataset.url={base}/nothing.csv", env={"DDPX_DATA_DIR": str(tmp_path / "d2")})
         assert broken.returncode == 1 and "could not download" in broken.stderr and "Traceback" not in broken.output
-    finally:
-        server.shutdown()
 
 
 def test_missing_file_and_missing_rdkit_are_errors_before_launch(run_ddpx, tmp_path, molecules):

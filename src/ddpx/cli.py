@@ -43,6 +43,13 @@ class DdpxGroup(click.Group):
             ctx.exit(exc.exit_code)
 
 
+def _console():
+    """A terminal's own width; a wide page when the output goes to a file or a pipe."""
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=200)
+
+
 def _registry():
     from ddpx.core.registry import load_registry
 
@@ -116,7 +123,6 @@ def recipes_command(as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([asdict(r) for r in rows], indent=2))
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title="ddpx recipes", title_justify="left")
@@ -125,7 +131,7 @@ def recipes_command(as_json: bool) -> None:
     table.add_column("description", overflow="fold")
     for row in rows:
         table.add_row(row.name, row.task, row.model, row.metric, row.description)
-    Console().print(table)
+    _console().print(table)
     click.echo("Run one with `ddpx recipe NAME`; see its keys with `ddpx show NAME`.")
 
 
@@ -152,7 +158,6 @@ def plugins_command(as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title="ddpx plugins", title_justify="left")
@@ -162,7 +167,7 @@ def plugins_command(as_json: bool) -> None:
         registers = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in plugin["registers"].items())
         table.add_row(plugin["name"], plugin["distribution"] or "-", plugin["version"] or "-",
                       ", ".join(plugin["hooks"]), registers)
-    Console().print(table)
+    _console().print(table)
     for error in report["errors"]:
         click.echo(f"not loaded: {error['message']}")
 

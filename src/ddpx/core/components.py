@@ -39,7 +39,8 @@ class DataRequest:
     ``params`` holds the resolved ``dataset.*`` keys. ``seed`` is ``train.seed``: splits drawn
     from it are identical on every rank. ``barrier`` waits for every rank; with
     ``is_local_main`` it lets one process per machine download while the others wait.
-    ``log`` tells the user something once (it prints on rank 0 only).
+    ``log`` tells the user something once (it prints on rank 0 only). ``device`` is where this
+    rank trains, for data kept on the device.
     """
 
     params: Mapping[str, Any]
@@ -49,6 +50,7 @@ class DataRequest:
     local_rank: int
     barrier: Callable[[], None]
     log: Callable[[str], None] = print
+    device: "torch.device | None" = None
 
     @property
     def is_local_main(self) -> bool:

@@ -24,9 +24,14 @@ TRAIN_PARAMS: dict[str, Param] = {
     "optimizer": Param("sgd", "optimizer", choices=("sgd", "adam", "adamw")),
     "seed": Param(0, "seed for data splits, initial weights and shuffling"),
     "patience": Param(3, "stop after this many epochs without dev improvement (0: never stop early)", minimum=0),
-    "precision": Param("fp32", "fp32, or bf16 / fp16 mixed precision (fp16 needs a GPU)", choices=("fp32", "bf16", "fp16")),
+    "precision": Param("fp32", "fp32 (or 32), or bf16 / fp16 mixed precision with torch.autocast (fp16 needs a GPU)",
+                       choices=("fp32", "32", "bf16", "fp16")),
+    "lr_schedule": Param("none", "learning-rate schedule, stepped every step", choices=("none", "cosine", "onecycle")),
+    "channels_last": Param(False, "channels-last memory format for 4-D inputs (convnets)"),
+    "compile": Param(False, "wrap the DDP model in torch.compile"),
     "sampler": Param("distributed", "training sampler (a registered sampler name)"),
     "num_workers": Param(0, "DataLoader worker processes per rank", minimum=0),
+    "drop_last": Param(False, "drop each epoch's last incomplete training batch (batch norm needs more than one sample)"),
     "init_from": Param("", "a ddpx checkpoint whose model weights the run starts from"),
 }
 

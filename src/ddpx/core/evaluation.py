@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
-from torch.utils.data import DataLoader, Dataset, Subset
+from torch.utils.data import Dataset
 
+from ddpx.core.batching import evaluation_batches
 from ddpx.core.components import MetricSpec
 from ddpx.core.distributed import all_gather_rows, broadcast_object
 from ddpx.core.losses import LossFn
@@ -33,6 +34,7 @@ class Evaluation:
     metric: float
     loss: float
     count: int
+    predictions: "Predictions | None" = None  # rank 0 only, when asked for
 
     def as_metrics(self, prefix: str, metric_name: str) -> dict[str, float]:
         return {f"{prefix}_{metric_name}": self.metric, f"{prefix}_loss": self.loss}
@@ -61,7 +63,7 @@ def predict(
     """Score ``dataset`` across all ranks; every rank receives the complete predictions."""
     size = len(dataset)  # type: ignore[arg-type]
     shard = shard_bounds(size, rank, world_size)
-    loader = DataLoader(Subset(dataset, list(shard)), batch_size=batch_size, shuffle=False, collate_fn=collate_fn)
+    loader = evaluation_batches(dataset, shard, batch_size=batch_size, device=device, collate_fn=collate_fn)
     was_training = model.training
     model.eval()
     outputs, targets = [], []
@@ -90,17 +92,18 @@ def predict(
 
 
 def _empty_like_peers(model, dataset, device, collate_fn):
-    inputs, target = (collate_fn or torch.utils.data.default_collate)([dataset[0]])
+    (inputs, target), = evaluation_batches(dataset, range(1), batch_size=1, device=device, collate_fn=collate_fn)
     with torch.no_grad():
         out = model(to_device(inputs, device)).float()
     return out[:0], target.to(device)[:0]
 
 
 def evaluate(model: torch.nn.Module, dataset: Dataset, *, metric: MetricSpec, loss_fn: LossFn,
-             **predict_options: Any) -> Evaluation:
+             keep_predictions: bool = False, **predict_options: Any) -> Evaluation:
     """Exact metric and mean loss of ``model`` on ``dataset``, identical on every rank.
 
-    ``predict_options`` are :func:`predict`'s (rank, world size, device, batch size, ...).
+    ``predict_options`` are :func:`predict`'s (rank, world size, device, batch size, ...). With
+    ``keep_predictions`` rank 0's result also carries the gathered predictions.
     """
     preds = predict(model, dataset, **predict_options)
     result = None
@@ -108,4 +111,7 @@ def evaluate(model: torch.nn.Module, dataset: Dataset, *, metric: MetricSpec, lo
         loss = float(loss_fn(preds.outputs, preds.targets).item())
         value = float(metric.compute(preds.targets.numpy(), preds.outputs.numpy()))
         result = Evaluation(metric=value, loss=loss, count=int(preds.targets.shape[0]))
-    return broadcast_object(result)
+    shared = broadcast_object(result)
+    if keep_predictions and predict_options["rank"] == 0:
+        return Evaluation(shared.metric, shared.loss, shared.count, preds)
+    return shared

@@ -49,6 +49,8 @@ class RankConsole:
                 parts.append(f"{value:,.0f} samples/s")
             elif key == "epoch_s":
                 parts.append(f"{value:.2f}s")
+            elif key == "lr":
+                parts.append(f"lr {value:.3g}")
             else:
                 parts.append(f"{key} {value:.4f}")
         self.print("  ".join(parts) + ("  [green]* best[/green]" if best else ""), soft_wrap=True)

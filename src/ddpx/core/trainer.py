@@ -18,8 +18,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader
 
+from ddpx.core.batching import training_batches
 from ddpx.core.checkpoint import load_model_weights, rng_state, save_checkpoint, unwrap
 from ddpx.core.components import DataRequest, FitContext, FitResult, MetricSpec
 from ddpx.core.distributed import RankEnv, all_reduce_sum, barrier
@@ -28,6 +28,7 @@ from ddpx.core.evaluation import evaluate
 from ddpx.core.job import Job
 from ddpx.core.losses import loss_function
 from ddpx.core.progress import RankConsole
+from ddpx.core.reports import heldout_reports
 from ddpx.core.registry import Registry
 from ddpx.core.tracking import GuardedTracker, append_metrics
 from ddpx.core.transfer import to_device
@@ -50,10 +51,26 @@ def build_optimizer(parameters, train: dict[str, Any]) -> torch.optim.Optimizer:
 
 def autocast_factory(device: torch.device, precision: str) -> Callable[[], Any]:
     """A context-manager factory for the forward pass in the recipe's precision."""
-    if precision == "fp32":
+    if precision in ("fp32", "32"):
         return nullcontext
     dtype = torch.bfloat16 if precision == "bf16" else torch.float16
     return lambda: torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def build_scheduler(optimizer: torch.optim.Optimizer, train: dict[str, Any], steps_per_epoch: int):
+    """A per-step learning-rate schedule over the whole run, or ``None``."""
+    total = max(1, train["max_epochs"] * steps_per_epoch)
+    if train["lr_schedule"] == "cosine":
+        return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total)
+    if train["lr_schedule"] == "onecycle":
+        return torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=train["lr"], total_steps=total)
+    return None
+
+
+def _channels_last(inputs: Any) -> Any:
+    if isinstance(inputs, torch.Tensor) and inputs.dim() == 4:
+        return inputs.contiguous(memory_format=torch.channels_last)
+    return inputs
 
 
 def _is_better(value: float, loss: float, best: tuple[float, float] | None, metric: MetricSpec) -> bool:
@@ -83,7 +100,8 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
     seed_everything(train["seed"])
     data = task.build_data(
         DataRequest(params=cfg["dataset"], seed=train["seed"], rank=env.rank, world_size=env.world_size,
-                    local_rank=env.local_rank, barrier=barrier, log=lambda text: console.print(f"data: {text}"))
+                    local_rank=env.local_rank, barrier=barrier, log=lambda text: console.print(f"data: {text}"),
+                    device=device)
     )
     if len(data.train) < env.world_size:
         raise UserError(
@@ -95,20 +113,23 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
     if train["init_from"]:
         load_model_weights(model, train["init_from"])
     model.to(device)
+    if train["channels_last"]:
+        model.to(memory_format=torch.channels_last)
     ddp_model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    step_model = torch.compile(ddp_model) if train["compile"] else ddp_model
     torch.manual_seed(train["seed"] + 1 + env.rank)  # ranks draw different dropout masks from here on
 
     sampler = sampler_spec.build(data.train, rank=env.rank, world_size=env.world_size, seed=train["seed"])
-    loader = DataLoader(
-        data.train,
-        batch_size=train["batch_size"],
-        sampler=sampler,
-        num_workers=train["num_workers"],
-        collate_fn=data.collate_fn,
-        pin_memory=device.type == "cuda",
-        persistent_workers=train["num_workers"] > 0,
-    )
+    loader = training_batches(data.train, sampler, batch_size=train["batch_size"], device=device,
+                              num_workers=train["num_workers"], collate_fn=data.collate_fn,
+                              drop_last=train["drop_last"])
+    if len(loader) == 0:
+        raise UserError(
+            f"this rank gets no training batch: {len(sampler)} samples per rank with train.batch_size="
+            f"{train['batch_size']} and train.drop_last=true. Lower the batch size or use fewer ranks."
+        )
     optimizer = build_optimizer(ddp_model.parameters(), train)
+    scheduler = build_scheduler(optimizer, train, len(loader))
     loss_fn = loss_function(task.loss)
     autocast = autocast_factory(device, train["precision"])
     scaler = torch.amp.GradScaler(device.type, enabled=train["precision"] == "fp16")
@@ -134,12 +155,16 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
         with console.epoch_bar(epoch, max_epochs, len(loader)) as bar:
             for inputs, targets in loader:
                 inputs, targets = to_device(inputs, device), to_device(targets, device)
+                if train["channels_last"]:
+                    inputs = _channels_last(inputs)
                 optimizer.zero_grad(set_to_none=True)
                 with autocast():
-                    loss = loss_fn(ddp_model(inputs), targets)
+                    loss = loss_fn(step_model(inputs), targets)
                 scaler.scale(loss).backward()
                 scaler.step(optimizer)
                 scaler.update()
+                if scheduler is not None:
+                    scheduler.step()
                 totals[0] += loss.detach().double() * targets.shape[0]
                 totals[1] += targets.shape[0]
                 bar.advance(loss)
@@ -155,6 +180,7 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
         metrics = {
             "train_loss": float(totals[0] / totals[1]),
             **dev.as_metrics("dev", metric.name),
+            "lr": optimizer.param_groups[0]["lr"],
             "samples_per_s": float(totals[1]) / train_seconds,
             "epoch_s": time.perf_counter() - epoch_start,
         }
@@ -162,6 +188,7 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
             state = {
                 "model": unwrap(model).state_dict(),
                 "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict() if scheduler is not None else None,
                 "epoch": epoch,
                 "best_epoch": best_epoch,
                 "best_metric": best[0] if best else None,
@@ -183,7 +210,11 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
             break
 
     model.load_state_dict(best_state)
-    heldout = evaluate(model, data.heldout, **eval_kwargs)
+    heldout = evaluate(model, data.heldout, keep_predictions=True, **eval_kwargs)
+    if env.is_main:
+        for path in heldout_reports(heldout.predictions, task.loss, data.info, paths.root / "reports"):
+            if tracker:
+                tracker.log_artifact(path)
     result = FitResult(
         heldout=heldout.as_metrics("heldout", metric.name),
         best_epoch=best_epoch,

@@ -1,0 +1,125 @@
+"""Reading MNIST and CIFAR-10 with torchvision's own loaders, safely across ranks.
+
+``dataset.download=true`` downloads through torchvision on local rank 0 only while the other
+ranks wait at a barrier, so no two processes ever write the same files. Missing data without
+``download`` is an error with the exact command that fixes it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import torch
+
+from ddpx.core.errors import UserError
+
+MNIST_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
+CIFAR_FILES = ("data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch", "batches.meta")
+
+
+def dataset_root(params: Mapping[str, Any]) -> Path:
+    from ddpx.core.data_dir import data_root
+
+    return Path(params["root"]).expanduser() if params["root"] else data_root()
+
+
+def mnist_missing(root: Path) -> list[str]:
+    raw = root / "MNIST" / "raw"
+    return [name for name in MNIST_FILES if not (raw / name).is_file()]
+
+
+def cifar_missing(root: Path) -> list[str]:
+    folder = root / "cifar-10-batches-py"
+    return [name for name in CIFAR_FILES if not (folder / name).is_file()]
+
+
+def missing_data_error(recipe: str, what: str, root: Path, missing: list[str], place: str) -> UserError:
+    return UserError(
+        f"{what} is not in {root} (missing {', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}). "
+        f"Download it once with `ddpx recipe {recipe} dataset.download=true` (add dataset.root=DIR to choose the "
+        f"folder, default $DDPX_DATA_DIR or ~/.cache/ddpx/data), or put the files in {root / place}."
+    )
+
+
+def _download_once(request, fetch: Callable[[Path], None], root: Path) -> None:
+    if request.params["download"]:
+        if request.is_local_main:
+            root.mkdir(parents=True, exist_ok=True)
+            fetch(root)
+        request.barrier()
+
+
+def load_mnist(request) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
+    """``((train images, labels), (test images, labels))``: uint8 ``(N, 1, 28, 28)`` and int64."""
+    from torchvision.datasets import MNIST
+
+    root = dataset_root(request.params)
+    def fetch(folder: Path) -> None:
+        if request.params["mirror"]:
+            MNIST.mirrors = [request.params["mirror"].rstrip("/") + "/"]
+        for train in (True, False):
+            try:
+                MNIST(str(folder), train=train, download=True)
+            except RuntimeError as exc:
+                raise UserError(f"downloading MNIST failed: {exc}. Check the network or dataset.mirror.") from None
+
+    _download_once(request, fetch, root)
+    missing = mnist_missing(root)
+    if missing:
+        raise missing_data_error("mnist_convnet", "MNIST", root, missing, "MNIST/raw")
+    splits = []
+    for train in (True, False):
+        ds = MNIST(str(root), train=train, download=False)
+        splits.append((ds.data.unsqueeze(1).contiguous(), ds.targets.long()))
+    return splits[0], splits[1]
+
+
+def cifar10_class(verify: bool):
+    """torchvision's CIFAR10; with ``verify=False`` its per-file MD5 check is replaced by an
+    existence check (for re-packed or subset copies in the same pickled format)."""
+    from torchvision.datasets import CIFAR10
+
+    if verify:
+        return CIFAR10
+
+    class UnverifiedCIFAR10(CIFAR10):
+        def _check_integrity(self) -> bool:
+            return not cifar_missing(Path(self.root))
+
+        def _load_meta(self) -> None:
+            import pickle
+
+            with open(Path(self.root) / self.base_folder / self.meta["filename"], "rb") as fh:
+                self.classes = pickle.load(fh, encoding="latin1")[self.meta["key"]]
+            self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
+
+    return UnverifiedCIFAR10
+
+
+def load_cifar10(request):
+    """``((train images, labels), (test images, labels), classes)``: uint8 ``(N, 3, 32, 32)``."""
+    from torchvision.datasets import CIFAR10
+
+    root = dataset_root(request.params)
+    def fetch(folder: Path) -> None:
+        for train in (True, False):
+            CIFAR10(str(folder), train=train, download=True)
+
+    _download_once(request, fetch, root)
+    missing = cifar_missing(root)
+    if missing:
+        raise missing_data_error("cifar10_resnet18", "CIFAR-10", root, missing, "cifar-10-batches-py")
+    cls = cifar10_class(request.params["verify"])
+    splits = []
+    for train in (True, False):
+        try:
+            ds = cls(str(root), train=train, download=False)
+        except RuntimeError as exc:
+            raise UserError(
+                f"CIFAR-10 in {root} failed torchvision's check ({exc}). Download it again with "
+                "`ddpx recipe cifar10_resnet18 dataset.download=true`, or set dataset.verify=false for a re-packed copy."
+            ) from None
+        images = torch.from_numpy(ds.data).permute(0, 3, 1, 2).contiguous()
+        splits.append((images, torch.tensor(ds.targets, dtype=torch.long)))
+    return splits[0], splits[1], list(ds.classes)

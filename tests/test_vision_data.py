@@ -1,0 +1,105 @@
+"""Vision data: torchvision's real loaders on tiny files, and a fast path that augments like
+torchvision does."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import chi2_contingency, chisquare
+
+from ddpx.core.components import DataRequest
+from ddpx.core.errors import UserError
+from ddpx.plugins.vision import CIFAR_MEAN, CIFAR_STD, CIFAR_PARAMS, MNIST_PARAMS, build_cifar10, build_mnist
+from ddpx.plugins.vision.classic_path import TransformedImages, transform_pipeline
+from ddpx.plugins.vision.fast_path import DeviceImages, random_crop_flip
+from image_files import write_cifar10, write_mnist
+
+DRAWS = 4000
+
+
+def request(root: Path, defaults, **params) -> DataRequest:
+    values = {key: p.default for key, p in defaults.items()}
+    values.update(root=str(root), **params)
+    return DataRequest(params=values, seed=0, rank=0, world_size=1, local_rank=0, barrier=lambda: None,
+                       log=lambda text: None, device=torch.device("cpu"))
+
+
+def position_image() -> torch.Tensor:
+    """Channel 0 encodes the row, channel 1 the column, channel 2 marks real (non-padding) pixels."""
+    rows = torch.arange(32).view(32, 1).expand(32, 32) * 8
+    cols = torch.arange(32).view(1, 32).expand(32, 32) * 8
+    return torch.stack([rows, cols, torch.full((32, 32), 255)]).to(torch.uint8)
+
+
+def offsets_and_flips(images: torch.Tensor) -> list[tuple[int, int, bool]]:
+    """Recover (top, left, flipped) of each augmented (B, 3, 32, 32) uint8 image from its centre."""
+    out = []
+    for image in images.long():
+        assert image[2, 16, 16] == 255
+        flipped = bool(image[1, 16, 17] < image[1, 16, 16])
+        source_row, source_col = int(image[0, 16, 16]) // 8, int(image[1, 16, 16]) // 8
+        out.append((source_row - 12, source_col - (11 if flipped else 12), flipped))
+    return out
+
+
+def histogram(draws) -> np.ndarray:
+    counts = np.zeros((9, 9, 2))
+    for top, left, flipped in draws:
+        counts[top, left, int(flipped)] += 1
+    return counts.ravel()
+
+
+def test_fast_path_augmentation_has_torchvision_distribution():
+    image = position_image()
+    torch.manual_seed(0)
+    fast = offsets_and_flips(random_crop_flip(image.expand(DRAWS, -1, -1, -1).clone(), padding=4, flip=True))
+    from torchvision.transforms.functional import to_pil_image
+
+    classic_transform = transform_pipeline((0.0, 0.0, 0.0), (1.0, 1.0, 1.0), crop_padding=4, flip=True, size=32)
+    pil = to_pil_image(image)
+    torch.manual_seed(1)
+    classic = offsets_and_flips(torch.stack([(classic_transform(pil) * 255).round().to(torch.uint8) for _ in range(DRAWS)]))
+
+    fast_counts, classic_counts = histogram(fast), histogram(classic)
+    assert fast_counts.min() > 0 and classic_counts.min() > 0  # every offset and flip occurs in both
+    assert chisquare(fast_counts).pvalue > 0.001  # uniform over 9 x 9 offsets x 2 flips
+    assert chisquare(classic_counts).pvalue > 0.001
+    assert chi2_contingency(np.stack([fast_counts, classic_counts])).pvalue > 0.001  # the same distribution
+    assert abs(np.mean([f for *_, f in fast]) - 0.5) < 0.03
+
+
+def test_fast_and_classic_paths_give_the_same_unaugmented_tensors():
+    images = torch.randint(0, 256, (6, 3, 32, 32), dtype=torch.uint8)
+    targets = torch.arange(6)
+    fast = DeviceImages(images, targets, CIFAR_MEAN, CIFAR_STD)
+    classic = TransformedImages(images, targets, transform_pipeline(CIFAR_MEAN, CIFAR_STD))
+    x, y = fast.get_batch(torch.arange(6), torch.device("cpu"), train=False)
+    expected = torch.stack([classic[i][0] for i in range(6)])
+    assert torch.allclose(x, expected, atol=1e-6) and torch.equal(y, targets)
+
+
+@pytest.mark.parametrize("loader", ["fast", "torchvision"])
+def test_mnist_idx_files_load_through_torchvision(tmp_path, loader):
+    write_mnist(tmp_path, n_train=500, n_test=120)
+    data = build_mnist(request(tmp_path, MNIST_PARAMS, loader=loader))
+    assert (len(data.train), len(data.dev), len(data.heldout)) == (450, 50, 120)  # held-out = the test files
+    assert data.info["loader"] == loader
+    dev_labels = [int(data.dev[i][1]) for i in range(len(data.dev))]
+    assert sorted(np.bincount(dev_labels).tolist()) == [5] * 10  # stratified
+    image, _ = data.heldout[0]
+    assert image.shape == (1, 28, 28) and image.dtype == torch.float32
+
+
+def test_cifar_pickles_load_through_torchvision_and_checksums_are_kept_by_default(tmp_path):
+    write_cifar10(tmp_path, n_per_batch=40, n_test=60)
+    data = build_cifar10(request(tmp_path, CIFAR_PARAMS, verify=False))
+    assert (len(data.train) + len(data.dev), len(data.heldout)) == (200, 60)
+    assert data.info["classes"][0] == "airplane"
+    with pytest.raises(UserError, match="failed torchvision's check.*dataset.verify=false"):
+        build_cifar10(request(tmp_path, CIFAR_PARAMS))  # tiny files do not match the real MD5 sums
+
+
+def test_missing_data_names_the_command_that_fixes_it(tmp_path):
+    with pytest.raises(UserError, match=r"`ddpx recipe mnist_convnet dataset.download=true`"):
+        build_mnist(request(tmp_path, MNIST_PARAMS))

@@ -1,0 +1,89 @@
+"""Vision recipes end to end on tiny torchvision-format files, on real MNIST, and downloads."""
+
+import gzip
+import hashlib
+import json
+import shutil
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from conftest import SHARED_DATA, serve_directory
+from image_files import write_cifar10, write_mnist
+
+REAL_MNIST = SHARED_DATA / "mnist"
+
+
+@pytest.fixture(scope="module")
+def tiny_images(tmp_path_factory):
+    root = tmp_path_factory.mktemp("images")
+    write_mnist(root, n_train=600, n_test=200)
+    write_cifar10(root, n_per_batch=60, n_test=100)
+    return root
+
+
+@pytest.mark.parametrize("launcher, loader", [("spawn", "fast"), ("torchrun", "torchvision")])
+def test_mnist_convnet_on_both_paths_logs_accuracy_and_confusion_matrix(run_ddpx, tiny_images, tracking_uri,
+                                                                         experiment, launcher, loader):
+    result = run_ddpx("recipe", "mnist_convnet", "--launcher", launcher, "--nproc", "2", "--tracking-uri", tracking_uri,
+                      "--experiment", experiment, f"dataset.root={tiny_images}", f"dataset.loader={loader}",
+                      "train.max_epochs=3", "train.batch_size=32")
+    assert result.returncode == 0, result.output
+    client = MlflowClient(tracking_uri)
+    (run,) = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    assert run.data.metrics["heldout_accuracy"] >= 0.9  # both paths learn the patterns
+    assert run.data.metrics["heldout_samples"] == 200
+    assert run.data.params["dataset.loader"] == loader and run.data.params["train.channels_last"] == "True"
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert "heldout_confusion_matrix.png" in artifacts
+    png = result.run_dirs()[0] / "reports" / "heldout_confusion_matrix.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cifar10_resnet18_runs_with_bf16_channels_last_and_cifar_stem(run_ddpx, tiny_images):
+    result = run_ddpx("recipe", "cifar10_resnet18", "--tracking", "none", f"dataset.root={tiny_images}",
+                      "dataset.verify=false", "model.stem=cifar", "train.precision=bf16", "train.max_epochs=1",
+                      "train.batch_size=32", "train.lr_schedule=onecycle")
+    assert result.returncode == 0, result.output
+    summary = result.summary()
+    assert summary["heldout_samples"] == 100 and 0 <= summary["heldout"]["heldout_accuracy"] <= 1
+
+
+def test_missing_vision_data_is_an_error_before_launch(run_ddpx, tmp_path):
+    result = run_ddpx("recipe", "mnist_convnet", f"dataset.root={tmp_path}")
+    assert result.returncode == 2
+    assert "`ddpx recipe mnist_convnet dataset.download=true`" in result.stderr and "Traceback" not in result.stderr
+
+
+def unpacked_real_mnist(root):
+    raw = root / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    for gz in REAL_MNIST.glob("*.gz"):
+        with gzip.open(gz) as src, open(raw / gz.stem, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    return root
+
+
+@pytest.mark.skipif(not REAL_MNIST.is_dir(), reason="the real MNIST files are in ../shared/data (CI has them)")
+def test_real_mnist_one_epoch_on_two_ranks_reaches_98_percent(run_ddpx, tmp_path):
+    root = unpacked_real_mnist(tmp_path / "data")
+    result = run_ddpx("recipe", "mnist_convnet", "--nproc", "2", "--tracking", "none", f"dataset.root={root}",
+                      "train.max_epochs=1", timeout=600)
+    assert result.returncode == 0, result.output
+    summary = result.summary()
+    assert summary["heldout_samples"] == 10000  # the whole official test set, each image once
+    assert summary["heldout"]["heldout_accuracy"] >= 0.98
+
+
+@pytest.mark.skipif(not REAL_MNIST.is_dir(), reason="the real MNIST files are in ../shared/data (CI has them)")
+def test_download_through_torchvision_happens_on_local_rank_0_only(run_ddpx, tmp_path):
+    md5s = {gz.name: hashlib.md5(gz.read_bytes()).hexdigest() for gz in sorted(REAL_MNIST.glob("*.gz"))}
+    with serve_directory(REAL_MNIST) as (base, requests):
+        root = tmp_path / "downloaded"
+        result = run_ddpx("recipe", "mnist_convnet", "--nproc", "3", "--tracking", "none", f"dataset.root={root}",
+                          "dataset.download=true", f"dataset.mirror={base}/", "train.max_epochs=0",
+                          plugins=("ddpx_testplug_mnist_mirror_checksums",),
+                          env={"DDPX_TEST_MNIST_MD5S": json.dumps(md5s)}, timeout=600)
+        assert result.returncode == 0, result.output
+        assert sorted(requests) == sorted(f"/{name}" for name in md5s), "each file fetched once"
+        assert result.summary()["heldout_samples"] == 10000

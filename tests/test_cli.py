@@ -39,8 +39,10 @@ def test_recipes_table_and_json(run_ddpx):
     assert table.returncode == 0
     for column in ("name", "task", "model", "metric", "description", "mlp_synthetic", "heldout_accuracy"):
         assert column in table.stdout
-    rows = json.loads(run_ddpx("recipes", "--json").stdout)
-    assert {"name": "mlp_synthetic", "task": "mlp_synthetic", "model": "mlp"}.items() <= rows[0].items()
+    rows = {row["name"]: row for row in json.loads(run_ddpx("recipes", "--json").stdout)}
+    assert set(rows) == {"mlp_synthetic", "bbbp_rnn", "mnist_convnet", "cifar10_resnet18"}
+    assert {"task": "mlp_synthetic", "model": "mlp", "metric": "heldout_accuracy"}.items() <= rows["mlp_synthetic"].items()
+    assert {"task": "bbbp", "model": "smiles_rnn", "metric": "heldout_roc_auc"}.items() <= rows["bbbp_rnn"].items()
 
 
 def test_show_prints_the_resolved_recipe(run_ddpx):

@@ -79,11 +79,24 @@ def test_real_mnist_one_epoch_on_two_ranks_reaches_98_percent(run_ddpx, tmp_path
 def test_download_through_torchvision_happens_on_local_rank_0_only(run_ddpx, tmp_path):
     md5s = {gz.name: hashlib.md5(gz.read_bytes()).hexdigest() for gz in sorted(REAL_MNIST.glob("*.gz"))}
     with serve_directory(REAL_MNIST) as (base, requests):
+        # what one process's torchvision download asks of the server (it probes for redirects first)
+        from torchvision.datasets import MNIST
+
+        saved = MNIST.mirrors, MNIST.resources
+        MNIST.mirrors, MNIST.resources = [f"{base}/"], list(md5s.items())
+        try:
+            MNIST(str(tmp_path / "baseline"), train=True, download=True)
+        finally:
+            MNIST.mirrors, MNIST.resources = saved
+        one_download = sorted(requests)
+        requests.clear()
+
         root = tmp_path / "downloaded"
         result = run_ddpx("recipe", "mnist_convnet", "--nproc", "3", "--tracking", "none", f"dataset.root={root}",
                           "dataset.download=true", f"dataset.mirror={base}/", "train.max_epochs=0",
                           plugins=("ddpx_testplug_mnist_mirror_checksums",),
                           env={"DDPX_TEST_MNIST_MD5S": json.dumps(md5s)}, timeout=600)
         assert result.returncode == 0, result.output
-        assert sorted(requests) == sorted(f"/{name}" for name in md5s), "each file fetched once"
+        assert set(one_download) == {f"/{name}" for name in md5s}
+        assert sorted(requests) == one_download, "one process downloads, the other ranks wait"
         assert result.summary()["heldout_samples"] == 10000

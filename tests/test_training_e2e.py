@@ -114,3 +114,11 @@ def test_one_failing_rank_ends_the_job_with_its_traceback_once(run_ddpx, launche
     assert result.output.count("Traceback (most recent call last)") == 1
     assert "the job failed on rank 1" in result.stderr
     assert processes_with_marker(result.marker) == [], "no orphan processes"
+
+
+def test_compiled_model_trains_and_saves_plain_weights(run_ddpx):
+    result = run_ddpx("recipe", TINY, "--tracking", "none", "train.compile=true", "train.max_epochs=1")
+    assert result.returncode == 0, result.output
+    state = torch.load(result.run_dirs()[0] / "checkpoints" / "best.pt", weights_only=True)
+    assert not any(k.startswith(("_orig_mod.", "module.")) for k in state["model"])
+    assert state["recipe"]["train"]["compile"] is True

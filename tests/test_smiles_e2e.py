@@ -57,8 +57,11 @@ def test_predictor_reloads_the_checkpoint_and_reproduces_the_exact_heldout_metri
 
 def test_bad_rows_are_reported_once_and_skipped(run_ddpx, tmp_path):
     path = write_smiles_csv(tmp_path / "bad.csv", n=240, extra_rows="241,empty,1,\r\n242,odd,1,CC X\r\n")
-    result = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", f"dataset.path={path}", "train.max_epochs=1")
+    result = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", f"dataset.path={path}", "train.max_epochs=1",
+                      "model.cell=gru")
     assert result.returncode == 0, result.output
+    gru = SmilesPredictor.from_checkpoint(result.run_dirs()[0] / "checkpoints" / "best.pt").model.rnn
+    assert type(gru).__name__ == "GRU"
     assert result.stdout.count("skipped 2 bad row(s)") == 1
     assert "an empty SMILES (line 242)" in result.stdout and "cannot represent (line 243)" in result.stdout
     strict = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", f"dataset.path={path}", "dataset.strict=true")

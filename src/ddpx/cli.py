@@ -21,6 +21,7 @@ Examples:
   ddpx recipe mlp_synthetic --launcher torchrun --nproc 2
   ddpx recipe mlp_synthetic --nproc 3 train.lr=0.05 train.max_epochs=3
   ddpx recipe ./my_recipe.toml --tracking none
+  ddpx recipe mlp_synthetic --resume auto     # continue the latest run
 
 \b
 KEY=VALUE overrides any recipe key; `ddpx show NAME` lists them all.
@@ -88,8 +89,12 @@ def cli() -> None:
 @click.option("--tracking-uri", default=None, envvar="MLFLOW_TRACKING_URI", help="MLflow store or server.  [default: sqlite:///mlflow.db here]")
 @click.option("--experiment", default="ddpx", show_default=True, help="MLflow experiment name.")
 @click.option("--run-dir", default=None, help="Folder for run folders.  [default: ./ddpx-runs]")
+@click.option("--resume", default=None, metavar="auto|PATH",
+              help="Continue the latest run of this recipe (auto) or from a checkpoint file.")
+@click.option("--timeout", "timeout_s", type=float, default=1800.0, show_default=True,
+              help="Seconds a rank waits for the others in a collective before the job fails.")
 def recipe_command(name, overrides, launcher, nproc, nnodes, node_rank, master_addr, master_port, rdzv_endpoint,
-                   max_restarts, backend, tracking, tracking_uri, experiment, run_dir) -> None:
+                   max_restarts, backend, tracking, tracking_uri, experiment, run_dir, resume, timeout_s) -> None:
     """Train recipe NAME (a built-in name or a .toml path) with DDP.
 
     Every rank runs the same program; the held-out metric is computed exactly over the whole
@@ -104,10 +109,14 @@ def recipe_command(name, overrides, launcher, nproc, nnodes, node_rank, master_a
     options = LaunchOptions(launcher=launcher, nproc=nproc, nnodes=nnodes, node_rank=node_rank,
                             master_addr=master_addr, master_port=master_port, rdzv_endpoint=rdzv_endpoint,
                             max_restarts=max_restarts, backend=backend, tracking=tracking,
-                            tracking_uri=tracking_uri, experiment=experiment)
+                            tracking_uri=tracking_uri, experiment=experiment, resume=resume, timeout_s=timeout_s)
     job = plan_job(registry, recipe, options)
     click.echo(f"ddpx: {recipe.name} on {job.world_size} rank(s), launcher {job.launcher}, backend {job.backend}")
-    summary = run_job(registry, recipe, job, run_dir)
+    summary = run_job(registry, recipe, job, run_dir, resume)
+    if summary is None:
+        click.echo(f"ddpx: this machine's {job.nproc_per_node} rank(s) finished; global rank 0 ran on another "
+                   "machine, which reports the results and logged the run.")
+        return
     print_summary(recipe.name, summary)
 
 

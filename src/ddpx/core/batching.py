@@ -8,6 +8,7 @@ evaluation takes its exact shard. Any other dataset goes through a ``DataLoader`
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, Callable, Iterator, Sequence
 
@@ -43,9 +44,28 @@ class FastPathBatches:
             yield self.dataset.get_batch(indices, self.device, train=True)
 
 
+class SkipFirst(Sampler):
+    """A sampler's indices without the first ``count`` (a resumed epoch skips what it trained on)."""
+
+    def __init__(self, sampler: Sampler, count: int):
+        self.sampler, self.count = sampler, count
+
+    def __iter__(self):
+        return itertools.islice(iter(self.sampler), self.count, None)
+
+    def __len__(self) -> int:
+        return max(0, len(self.sampler) - self.count)
+
+
 def training_batches(dataset: Dataset, sampler: Sampler, *, batch_size: int, device: torch.device,
-                     num_workers: int, collate_fn: Callable | None, drop_last: bool = False):
-    """This rank's training batches for one epoch (re-iterate after ``sampler.set_epoch``)."""
+                     num_workers: int, collate_fn: Callable | None, drop_last: bool = False, skip_batches: int = 0):
+    """This rank's training batches for one epoch (re-iterate after ``sampler.set_epoch``).
+
+    ``skip_batches`` leaves out the epoch's first batches by index, before any sample is loaded or
+    augmented, so a resumed epoch draws exactly the random numbers the uninterrupted one did.
+    """
+    if skip_batches:
+        sampler = SkipFirst(sampler, skip_batches * batch_size)
     if has_fast_path(dataset):
         return FastPathBatches(dataset, sampler, batch_size, device, drop_last)
     return DataLoader(dataset, batch_size=batch_size, sampler=sampler, num_workers=num_workers, drop_last=drop_last,

@@ -169,7 +169,10 @@ class Tracker(Protocol):
 
     run_id: str | None
 
-    def start(self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str]) -> None: ...
+    def start(self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str],
+              resume_run_id: str | None = None) -> None:
+        """Open a run; with ``resume_run_id``, continue that run (its parameters are already logged)."""
+        ...
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None: ...
 

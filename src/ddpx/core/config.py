@@ -31,6 +31,7 @@ TRAIN_PARAMS: dict[str, Param] = {
     "compile": Param(False, "wrap the DDP model in torch.compile"),
     "sampler": Param("distributed", "training sampler (a registered sampler name)"),
     "num_workers": Param(0, "DataLoader worker processes per rank", minimum=0),
+    "stop_check_every": Param(10, "steps between checks for a stop request (SIGUSR1: checkpoint, then stop)", minimum=1),
     "drop_last": Param(False, "drop each epoch's last incomplete training batch (batch norm needs more than one sample)"),
     "init_from": Param("", "a ddpx checkpoint whose model weights the run starts from"),
 }

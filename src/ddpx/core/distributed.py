@@ -60,18 +60,34 @@ def device_for(device_type: str, local_rank: int) -> torch.device:
     return torch.device(device_type)
 
 
+def rendezvous_store(env: RankEnv, timeout: timedelta) -> dist.Store:
+    """The key-value store the ranks meet in, at ``MASTER_ADDR:MASTER_PORT``.
+
+    When the launcher holds the store (``TORCHELASTIC_USE_AGENT_STORE=True``: torchrun, and
+    ddpx's spawn launcher) every rank is a client; otherwise rank 0 hosts it. Keys are scoped by
+    the restart attempt (``TORCHELASTIC_RESTART_COUNT``): a store that outlives a torchrun
+    restart still holds the dead attempt's addresses, which the new ranks must never read.
+    """
+    agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == str(True)
+    store = dist.TCPStore(env.master_addr, env.master_port, env.world_size, is_master=not agent_store and env.is_main,
+                          timeout=timeout, wait_for_workers=False)
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    return dist.PrefixStore(f"ddpx/attempt_{attempt}/", store)
+
+
 @contextmanager
 def process_group(backend: str, env: RankEnv, device: torch.device, timeout_s: float = 1800) -> Iterator[None]:
     """Join the process group from the environment; leave it on every exit path."""
     kwargs: dict[str, Any] = {}
     if device.type == "cuda":
         kwargs["device_id"] = device
+    timeout = timedelta(seconds=timeout_s)
     dist.init_process_group(
         backend=backend,
-        init_method="env://",
+        store=rendezvous_store(env, timeout),
         rank=env.rank,
         world_size=env.world_size,
-        timeout=timedelta(seconds=timeout_s),
+        timeout=timeout,
         **kwargs,
     )
     try:

@@ -132,6 +132,15 @@ def ddpx_fit_end(context: "FitContext", result: "FitResult") -> None:
     """Called on every rank after the held-out evaluation of the best model."""
 
 
+@hookspec
+def ddpx_preempted(context: "FitContext") -> None:
+    """Called on every rank after a stop request (SIGUSR1) was checkpointed, before the ranks exit.
+
+    The run continues from that checkpoint when it is started again; a launcher that can start it
+    again (Slurm's ``scontrol requeue``, say) does so here, on rank 0.
+    """
+
+
 @hookspec(firstresult=True)
 def ddpx_resolve_backend(nproc_per_node: int, gpus: int) -> str | None:
     """Choose the backend for ``--backend auto``; the first non-``None`` answer wins.
@@ -158,5 +167,6 @@ __all__: list[Any] = [
     "ddpx_fit_start",
     "ddpx_epoch_end",
     "ddpx_fit_end",
+    "ddpx_preempted",
     "ddpx_resolve_backend",
 ]

@@ -34,6 +34,8 @@ class Job:
     tracking: str = "mlflow"
     tracking_uri: str | None = None
     experiment: str = "ddpx"
+    resume_from: str | None = None
+    timeout_s: float = 1800.0
     launcher_options: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from ddpx.core.errors import UserError
-from ddpx.core.failures import job_failure
+from ddpx.core.errors import JobFailed, UserError
+from ddpx.core.failures import clear_failures, job_failure
 from ddpx.core.job import Job
 from ddpx.core.recipes import Recipe
 from ddpx.core.registry import Registry
@@ -38,6 +39,8 @@ class LaunchOptions:
     tracking_uri: str | None = None
     experiment: str = "ddpx"
     run_dir: str | None = None
+    resume: str | None = None  # "auto" or a checkpoint path
+    timeout_s: float = 1800.0
 
 
 def local_gpu_count() -> int:
@@ -63,6 +66,14 @@ def plan_job(registry: Registry, recipe: Recipe, options: LaunchOptions) -> Job:
         raise UserError(f"--node-rank must be between 0 and {options.nnodes - 1} for --nnodes {options.nnodes}, not {options.node_rank}.")
     if options.max_restarts < 0:
         raise UserError(f"--max-restarts must be 0 or more, not {options.max_restarts}.")
+    if options.timeout_s <= 0:
+        raise UserError(f"--timeout must be a positive number of seconds, not {options.timeout_s}.")
+    resume_from = None
+    if options.resume and options.resume != "auto":
+        from ddpx.core.checkpoint import load_checkpoint
+
+        load_checkpoint(options.resume)  # a missing or unreadable checkpoint is an error now, not later
+        resume_from = str(Path(options.resume).resolve())
 
     gpus = local_gpu_count()
     nproc = options.nproc if options.nproc is not None else default_nproc(gpus)
@@ -96,6 +107,8 @@ def plan_job(registry: Registry, recipe: Recipe, options: LaunchOptions) -> Job:
         tracking=options.tracking,
         tracking_uri=options.tracking_uri,
         experiment=options.experiment,
+        resume_from=resume_from,
+        timeout_s=options.timeout_s,
     )
     if launcher.check is not None:
         launcher.check(job)
@@ -104,14 +117,44 @@ def plan_job(registry: Registry, recipe: Recipe, options: LaunchOptions) -> Job:
     return job
 
 
-def run_job(registry: Registry, recipe: Recipe, job: Job, run_dir_base: str | None = None) -> dict[str, Any]:
-    """Create the run folder, start the ranks, and return rank 0's summary (or raise)."""
+def prepare_run_dir(recipe: Recipe, job: Job, run_dir_base: str | None, resume: str | None) -> RunDir:
+    """A new run folder, or with ``--resume auto`` the latest one of this recipe (continued in place)."""
+    if resume == "auto":
+        from ddpx.core.resume import latest_run_dir
+
+        latest = latest_run_dir(recipe.name, run_dir_base)
+        if latest is not None:
+            for stale in (latest.summary_file, latest.stopped_file):
+                stale.unlink(missing_ok=True)
+            clear_failures(latest)
+            print(f"ddpx: resuming the run in {latest.root}")
+            return latest
+        print(f"ddpx: no earlier run of {recipe.name} with a checkpoint; starting a new one")
     paths = RunDir.create(recipe.name, run_dir_base)
-    job.run_dir = str(paths.root)
     paths.recipe_file.write_text(recipe.to_toml(), encoding="utf-8")
+    return paths
+
+
+def run_job(registry: Registry, recipe: Recipe, job: Job, run_dir_base: str | None = None,
+            resume: str | None = None) -> dict[str, Any] | None:
+    """Create (or pick) the run folder, start the ranks, and return rank 0's summary (or raise).
+
+    On a machine whose ranks all succeeded but which did not hold global rank 0 (multi-node),
+    there is no summary here: ``None``.
+    """
+    paths = prepare_run_dir(recipe, job, run_dir_base, resume)
+    job.run_dir = str(paths.root)
     job.save()
     launcher = registry.get("launchers", job.launcher)
     status = launcher.launch(job)
+    if paths.stopped_file.is_file() and not paths.summary_file.is_file():
+        reason = json.loads(paths.stopped_file.read_text(encoding="utf-8"))["reason"]
+        raise JobFailed(f"the run {reason}. Continue it with `ddpx recipe {recipe.requested} --resume auto`.", 75)
+    if status == 130:
+        raise JobFailed(f"interrupted; every rank was stopped. The run folder is {paths.root}; continue with "
+                        f"`ddpx recipe {recipe.requested} --resume auto`.", 130)
+    if status == 0 and job.nnodes > 1 and not paths.summary_file.is_file():
+        return None
     if status != 0 or not paths.summary_file.is_file():
         raise job_failure(
             paths,

@@ -44,6 +44,7 @@ class Recipe:
     config: dict[str, Any]
     task: TaskSpec
     model: ModelSpec
+    requested: str = ""  # the name or path the user gave
 
     @property
     def flat(self) -> dict[str, Any]:
@@ -147,7 +148,8 @@ def resolve_recipe(registry: "Registry", name_or_path: str, overrides: Iterable[
         values[key] = coerce(key, text, schema[key], from_text=True)
 
     _check_components(registry, values)
-    return Recipe(name=values["name"], source=str(path), config=unflatten(values), task=task, model=model)
+    return Recipe(name=values["name"], source=str(path), config=unflatten(values), task=task, model=model,
+                  requested=name_or_path)
 
 
 def _check_components(registry: "Registry", values: Mapping[str, Any]) -> None:

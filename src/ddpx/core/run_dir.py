@@ -7,6 +7,7 @@ Layout (``ddpx-runs/<recipe>-<time>/`` by default)::
     checkpoints/        last.pt and best.pt
     metrics.jsonl       one line per epoch (kept even when tracking fails)
     summary.json        rank 0's final result
+    stopped.json        why the run stopped early on request (it resumes when started again)
     failures/rank-N.json  what failed on rank N
     launcher.log        the launcher's own output (torchrun)
 """
@@ -62,6 +63,10 @@ class RunDir:
     @property
     def summary_file(self) -> Path:
         return self.root / "summary.json"
+
+    @property
+    def stopped_file(self) -> Path:
+        return self.root / "stopped.json"
 
     @property
     def failures(self) -> Path:

@@ -91,8 +91,10 @@ class GuardedTracker:
             )
             self._tracker = None
 
-    def start(self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str]) -> None:
-        self._call("start the run", lambda t: t.start(run_name=run_name, params=params, tags=tags))
+    def start(self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str],
+              resume_run_id: str | None = None) -> None:
+        self._call("start the run", lambda t: t.start(run_name=run_name, params=params, tags=tags,
+                                                      resume_run_id=resume_run_id))
         if self._tracker is not None:
             self.run_id = self._tracker.run_id
 

@@ -5,6 +5,11 @@ DistributedDataParallel (which broadcasts rank 0's parameters, so every rank sta
 each epoch ``set_epoch`` the sampler, train on this rank's share, evaluate dev exactly, keep the
 best weights on the dev metric and stop early after ``train.patience`` epochs without
 improvement; finally evaluate the held-out split with the best weights.
+
+Every epoch rank 0 writes ``last.pt`` with everything needed to continue exactly — every rank's
+RNG state included — and ``best.pt`` when the epoch is the best so far. A stop request (SIGUSR1)
+writes ``last.pt`` at a step boundary inside the epoch; a run started again continues from it
+(see :mod:`ddpx.core.resume`).
 """
 
 from __future__ import annotations
@@ -13,14 +18,16 @@ import math
 import random
 import time
 from contextlib import nullcontext
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 import torch
+import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from ddpx.core.batching import training_batches
-from ddpx.core.checkpoint import load_model_weights, rng_state, save_checkpoint, unwrap
+from ddpx.core.checkpoint import load_model_weights, restore_rng_state, rng_state, save_checkpoint, strip_wrapper_prefixes, unwrap
 from ddpx.core.components import DataRequest, FitContext, FitResult, MetricSpec
 from ddpx.core.distributed import RankEnv, all_reduce_sum, barrier
 from ddpx.core.errors import UserError
@@ -28,8 +35,9 @@ from ddpx.core.evaluation import evaluate
 from ddpx.core.job import Job
 from ddpx.core.losses import loss_function
 from ddpx.core.progress import RankConsole
-from ddpx.core.reports import heldout_reports
 from ddpx.core.registry import Registry
+from ddpx.core.reports import heldout_reports
+from ddpx.core.signals import Preempted, StopRequests
 from ddpx.core.tracking import GuardedTracker, append_metrics
 from ddpx.core.transfer import to_device
 
@@ -85,8 +93,41 @@ def _is_better(value: float, loss: float, best: tuple[float, float] | None, metr
     return value > best_value if metric.greater_is_better else value < best_value
 
 
+def _clone(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in state.items()}
+
+
+@dataclass
+class Selection:
+    """Model selection so far: the best dev result, its epoch and weights, epochs without gain."""
+
+    best: tuple[float, float] | None = None  # (dev metric, dev loss)
+    best_epoch: int = 0
+    stale: int = 0
+    best_state: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+@dataclass
+class Position:
+    """Where training stands: epochs completed, and steps done in the next one."""
+
+    epoch: int = 0
+    step: int = 0
+    totals: list[float] = field(default_factory=lambda: [0.0, 0.0])  # this rank's loss sum and sample count
+
+
+def _gather_rank_states(totals: torch.Tensor) -> list[dict[str, Any]]:
+    """Every rank's RNG state and partial-epoch sums, in rank order (for exact resumption)."""
+    mine = {"rng": rng_state(), "totals": totals.tolist()}
+    if not dist.is_initialized():
+        return [mine]
+    states: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(states, mine)
+    return states
+
+
 def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, console: RankConsole,
-        tracker: GuardedTracker | None) -> FitResult:
+        tracker: GuardedTracker | None, resume: dict[str, Any] | None = None) -> FitResult:
     """Train and evaluate one run on this rank; returns the same result on every rank."""
     started = time.perf_counter()
     cfg = job.config
@@ -110,7 +151,9 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
         )
 
     model = model_spec.build({k: v for k, v in cfg["model"].items() if k != "name"}, data.info)
-    if train["init_from"]:
+    if resume is not None:
+        model.load_state_dict(strip_wrapper_prefixes(resume["model"]))
+    elif train["init_from"]:
         load_model_weights(model, train["init_from"])
     model.to(device)
     if train["channels_last"]:
@@ -120,96 +163,137 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
     torch.manual_seed(train["seed"] + 1 + env.rank)  # ranks draw different dropout masks from here on
 
     sampler = sampler_spec.build(data.train, rank=env.rank, world_size=env.world_size, seed=train["seed"])
-    loader = training_batches(data.train, sampler, batch_size=train["batch_size"], device=device,
-                              num_workers=train["num_workers"], collate_fn=data.collate_fn,
-                              drop_last=train["drop_last"])
-    if len(loader) == 0:
+    batches_per_epoch = len(training_batches(data.train, sampler, batch_size=train["batch_size"], device=device,
+                                             num_workers=0, collate_fn=data.collate_fn, drop_last=train["drop_last"]))
+    if batches_per_epoch == 0:
         raise UserError(
             f"this rank gets no training batch: {len(sampler)} samples per rank with train.batch_size="
             f"{train['batch_size']} and train.drop_last=true. Lower the batch size or use fewer ranks."
         )
     optimizer = build_optimizer(ddp_model.parameters(), train)
-    scheduler = build_scheduler(optimizer, train, len(loader))
+    scheduler = build_scheduler(optimizer, train, batches_per_epoch)
     loss_fn = loss_function(task.loss)
     autocast = autocast_factory(device, train["precision"])
     scaler = torch.amp.GradScaler(device.type, enabled=train["precision"] == "fp16")
     eval_kwargs = dict(metric=metric, loss_fn=loss_fn, rank=env.rank, world_size=env.world_size, device=device,
                        batch_size=train["eval_batch_size"], collate_fn=data.collate_fn, autocast=autocast)
 
+    selection = Selection(best_state=_clone(model.state_dict()))
+    position = Position()
+    if resume is not None:
+        optimizer.load_state_dict(resume["optimizer"])
+        if scheduler is not None and resume.get("scheduler"):
+            scheduler.load_state_dict(resume["scheduler"])
+        if resume.get("scaler"):
+            scaler.load_state_dict(resume["scaler"])
+        best = resume.get("best")
+        selection = Selection(best=tuple(best) if best else None, best_epoch=resume.get("best_epoch", 0),
+                              stale=resume.get("stale", 0), best_state=strip_wrapper_prefixes(resume["best_model"]))
+        ranks = resume["ranks"]
+        position = Position(epoch=resume["epoch"], step=resume.get("step", 0),
+                            totals=ranks[env.rank]["totals"] if len(ranks) == env.world_size else [0.0, 0.0])
+        if len(ranks) == env.world_size:
+            restore_rng_state(ranks[env.rank]["rng"])
+        console.print(f"resuming from {resume['source']}: {position.epoch} epoch(s) done"
+                      + (f", {position.step} step(s) into epoch {position.epoch + 1}" if position.step else ""))
+
+    def write_last(improved: bool, totals: torch.Tensor) -> None:
+        rank_states = _gather_rank_states(totals)
+        if not env.is_main:
+            return
+        state = {
+            "model": unwrap(model).state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict() if scheduler is not None else None,
+            "scaler": scaler.state_dict() if scaler.is_enabled() else None,
+            "epoch": position.epoch,
+            "step": position.step,
+            "best": list(selection.best) if selection.best else None,
+            "best_epoch": selection.best_epoch,
+            "best_metric": selection.best[0] if selection.best else None,
+            "stale": selection.stale,
+            "best_model": selection.best_state,
+            "ranks": rank_states,
+            "rng": rank_states[0]["rng"],
+            "tracking_run_id": tracker.run_id if tracker else None,
+            "recipe": job.config,
+            "task_info": data.info,  # what rebuilding the model needs (a vocabulary, say)
+        }
+        save_checkpoint(paths.last_checkpoint, state)
+        if improved:
+            save_checkpoint(paths.best_checkpoint, state)
+
     context = FitContext(job=job, rank=env.rank, world_size=env.world_size, local_rank=env.local_rank,
                          device=device, model=ddp_model, run_dir=paths.root)
     registry.pm.hook.ddpx_fit_start(context=context)
+    stops = StopRequests(every=train["stop_check_every"])
 
     max_epochs = train["max_epochs"]
-    best: tuple[float, float] | None = None  # (dev metric, dev loss) of the best epoch
-    best_epoch = 0
-    best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    stale = 0
-    epochs_run = 0
-    for epoch in range(1, max_epochs + 1):
-        epochs_run = epoch
-        if hasattr(sampler, "set_epoch"):
-            sampler.set_epoch(epoch)
-        epoch_start = time.perf_counter()
-        totals = torch.zeros(2, dtype=torch.float64, device=device)
-        with console.epoch_bar(epoch, max_epochs, len(loader)) as bar:
-            for inputs, targets in loader:
-                inputs, targets = to_device(inputs, device), to_device(targets, device)
-                if train["channels_last"]:
-                    inputs = _channels_last(inputs)
-                optimizer.zero_grad(set_to_none=True)
-                with autocast():
-                    loss = loss_fn(step_model(inputs), targets)
-                scaler.scale(loss).backward()
-                scaler.step(optimizer)
-                scaler.update()
-                if scheduler is not None:
-                    scheduler.step()
-                totals[0] += loss.detach().double() * targets.shape[0]
-                totals[1] += targets.shape[0]
-                bar.advance(loss)
-        train_seconds = time.perf_counter() - epoch_start
-        totals = all_reduce_sum(totals)
-        dev = evaluate(model, data.dev, **eval_kwargs)
-        improved = _is_better(dev.metric, dev.loss, best, metric)
-        if improved:
-            best, best_epoch, stale = (dev.metric, dev.loss), epoch, 0
-            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        else:
-            stale += 1
-        metrics = {
-            "train_loss": float(totals[0] / totals[1]),
-            **dev.as_metrics("dev", metric.name),
-            "lr": optimizer.param_groups[0]["lr"],
-            "samples_per_s": float(totals[1]) / train_seconds,
-            "epoch_s": time.perf_counter() - epoch_start,
-        }
-        if env.is_main:
-            state = {
-                "model": unwrap(model).state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict() if scheduler is not None else None,
-                "epoch": epoch,
-                "best_epoch": best_epoch,
-                "best_metric": best[0] if best else None,
-                "rng": rng_state(),
-                "tracking_run_id": tracker.run_id if tracker else None,
-                "recipe": job.config,
-                "task_info": data.info,  # what rebuilding the model needs (a vocabulary, say)
-            }
-            save_checkpoint(paths.last_checkpoint, state)
+    try:
+        while position.epoch < max_epochs and not (train["patience"] and selection.stale >= train["patience"]):
+            epoch = position.epoch + 1
+            if hasattr(sampler, "set_epoch"):
+                sampler.set_epoch(epoch)
+            loader = training_batches(data.train, sampler, batch_size=train["batch_size"], device=device,
+                                      num_workers=train["num_workers"], collate_fn=data.collate_fn,
+                                      drop_last=train["drop_last"], skip_batches=position.step)
+            epoch_start = time.perf_counter()
+            totals = torch.tensor(position.totals, dtype=torch.float64, device=device)
+            with console.epoch_bar(epoch, max_epochs, batches_per_epoch) as bar:
+                for inputs, targets in loader:
+                    inputs, targets = to_device(inputs, device), to_device(targets, device)
+                    if train["channels_last"]:
+                        inputs = _channels_last(inputs)
+                    optimizer.zero_grad(set_to_none=True)
+                    with autocast():
+                        loss = loss_fn(step_model(inputs), targets)
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+                    scaler.update()
+                    if scheduler is not None:
+                        scheduler.step()
+                    totals[0] += loss.detach().double() * targets.shape[0]
+                    totals[1] += targets.shape[0]
+                    position.step += 1
+                    bar.advance(loss)
+                    if position.step < batches_per_epoch and stops.agreed(position.step, device):
+                        write_last(False, totals)
+                        registry.pm.hook.ddpx_preempted(context=context)
+                        raise Preempted(f"stopped on request {position.step} step(s) into epoch {epoch}; "
+                                        f"the checkpoint is {paths.last_checkpoint}")
+            train_seconds = time.perf_counter() - epoch_start
+            summed = all_reduce_sum(totals)
+            dev = evaluate(model, data.dev, **eval_kwargs)
+            improved = _is_better(dev.metric, dev.loss, selection.best, metric)
             if improved:
-                save_checkpoint(paths.best_checkpoint, state)
-            append_metrics(paths.metrics_file, {"epoch": epoch, **metrics})
-            if tracker:
-                tracker.log_metrics(metrics, step=epoch)
-            console.epoch_line(epoch, max_epochs, metrics, improved)
-        registry.pm.hook.ddpx_epoch_end(context=context, epoch=epoch, metrics=metrics)
-        if train["patience"] and stale >= train["patience"]:
-            console.print(f"early stop: no dev improvement for {stale} epochs; best epoch {best_epoch}")
-            break
+                selection.best, selection.best_epoch, selection.stale = (dev.metric, dev.loss), epoch, 0
+                selection.best_state = _clone(model.state_dict())
+            else:
+                selection.stale += 1
+            metrics = {
+                "train_loss": float(summed[0] / summed[1]),
+                **dev.as_metrics("dev", metric.name),
+                "lr": optimizer.param_groups[0]["lr"],
+                "samples_per_s": float(summed[1]) / train_seconds,
+                "epoch_s": time.perf_counter() - epoch_start,
+            }
+            position = Position(epoch=epoch)
+            write_last(improved, torch.zeros(2, dtype=torch.float64))
+            if env.is_main:
+                append_metrics(paths.metrics_file, {"epoch": epoch, **metrics})
+                if tracker:
+                    tracker.log_metrics(metrics, step=epoch)
+                console.epoch_line(epoch, max_epochs, metrics, improved)
+            registry.pm.hook.ddpx_epoch_end(context=context, epoch=epoch, metrics=metrics)
+            if stops.agreed(0, device, force=True) and position.epoch < max_epochs:
+                registry.pm.hook.ddpx_preempted(context=context)
+                raise Preempted(f"stopped on request after epoch {epoch}; the checkpoint is {paths.last_checkpoint}")
+    finally:
+        stops.restore()
+    if train["patience"] and selection.stale >= train["patience"] and position.epoch < max_epochs:
+        console.print(f"early stop: no dev improvement for {selection.stale} epochs; best epoch {selection.best_epoch}")
 
-    model.load_state_dict(best_state)
+    model.load_state_dict(selection.best_state)
     heldout = evaluate(model, data.heldout, keep_predictions=True, **eval_kwargs)
     if env.is_main:
         for path in heldout_reports(heldout.predictions, task.loss, data.info, paths.root / "reports"):
@@ -217,8 +301,8 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
                 tracker.log_artifact(path)
     result = FitResult(
         heldout=heldout.as_metrics("heldout", metric.name),
-        best_epoch=best_epoch,
-        epochs_run=epochs_run,
+        best_epoch=selection.best_epoch,
+        epochs_run=position.epoch,
         wall_seconds=time.perf_counter() - started,
         heldout_samples=heldout.count,
         extra={"metric": metric.name},

@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import warnings
 from dataclasses import asdict
 
 from ddpx.core.failures import record_failure
 from ddpx.core.job import Job
+
+
+def _terminate(signum, frame) -> None:
+    from ddpx.core.signals import Terminated
+
+    raise Terminated("terminated by SIGTERM")
 
 
 def _limit_threads(job: Job) -> None:
@@ -30,23 +37,33 @@ def _limit_threads(job: Job) -> None:
 
 
 def run_rank(job_file: str) -> None:
-    """Run this process's rank of the job in ``job_file``; exit 1 on failure."""
+    """Run this process's rank of the job in ``job_file``; exit 1 on failure, 75 when preempted,
+    130 when interrupted."""
+    from ddpx.core.signals import Preempted
+
     job = Job.load(job_file)
     rank = int(os.environ.get("RANK", "0"))
+    signal.signal(signal.SIGTERM, _terminate)  # a launcher stopping the ranks: a clean, recorded stop
     if rank != 0:
         warnings.simplefilter("ignore")
         sys.stdout = open(os.devnull, "w")
     try:
         _run(job)
+    except Preempted as exc:
+        if rank == 0:
+            job.paths.stopped_file.write_text(json.dumps({"reason": str(exc)}), encoding="utf-8")
+        raise SystemExit(Preempted.exit_code) from None
     except BaseException as exc:  # noqa: BLE001 - every failure is recorded, then the rank exits
         record_failure(job.paths, rank, exc)
-        raise SystemExit(1) from None
+        raise SystemExit(130 if isinstance(exc, KeyboardInterrupt) else 1) from None
 
 
 def _run(job: Job) -> None:
     from ddpx.core.distributed import RankEnv, device_for, process_group
     from ddpx.core.progress import RankConsole
     from ddpx.core.registry import load_registry
+    from ddpx.core.resume import load_resume_state
+    from ddpx.core.signals import Preempted
     from ddpx.core.trainer import fit
 
     env = RankEnv.from_environ()
@@ -55,10 +72,13 @@ def _run(job: Job) -> None:
     registry = load_registry()
     backend = registry.get("backends", job.backend)
     device = device_for(backend.device_type, env.local_rank)
-    with process_group(backend.name, env, device):
-        tracker = _start_tracker(job, registry, device, console) if env.is_main else None
+    resume = load_resume_state(job, env.world_size)
+    with process_group(backend.name, env, device, timeout_s=job.timeout_s):
+        tracker = _start_tracker(job, registry, device, console, resume) if env.is_main else None
         try:
-            result = fit(job, registry, env, device, console, tracker)
+            result = fit(job, registry, env, device, console, tracker, resume)
+        except Preempted:
+            raise  # the run goes on when started again: its tracking run stays open
         except BaseException as exc:
             if tracker:
                 tracker.finish("KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED", error=f"{type(exc).__name__}: {exc}")
@@ -73,15 +93,17 @@ def _run(job: Job) -> None:
             job.paths.summary_file.write_text(json.dumps(asdict(result), indent=2), encoding="utf-8")
 
 
-def _start_tracker(job, registry, device, console):
+def _start_tracker(job, registry, device, console, resume):
     from ddpx.core.tracking import GuardedTracker, run_params, run_tags
 
     spec = registry.get("trackers", job.tracking)
     tracker = GuardedTracker(spec.create(job), warn=lambda text: console.print(f"[yellow]warning:[/yellow] {text}"))
     versions = {info.distribution: info.version for info in registry.pm.info.values() if info.distribution and info.version}
+    resume_run_id = resume.get("tracking_run_id") if resume else None
     tracker.start(run_name=os.path.basename(job.run_dir), params=run_params(job, device=str(device)),
-                  tags=run_tags(job, versions))
-    tracker.log_artifact(job.paths.recipe_file)
+                  tags=run_tags(job, versions), resume_run_id=resume_run_id)
+    if not resume_run_id:
+        tracker.log_artifact(job.paths.recipe_file)
     return tracker
 
 

@@ -65,21 +65,43 @@ def launch(job: Job) -> int:
         # every rank is a client of the store held above (or by node 0)
         "TORCHELASTIC_USE_AGENT_STORE": "True",
     }
+    context = mp.start_processes(
+        _rank_entry,
+        args=(str(job.paths.job_file), env, job.node_rank, job.nproc_per_node),
+        nprocs=job.nproc_per_node,
+        join=False,
+        start_method="spawn",
+    )
     try:
-        mp.start_processes(
-            _rank_entry,
-            args=(str(job.paths.job_file), env, job.node_rank, job.nproc_per_node),
-            nprocs=job.nproc_per_node,
-            join=True,
-            start_method="spawn",
-        )
+        while not context.join(timeout=1):
+            pass
     except mp.ProcessExitedException as exc:
         return exc.exit_code if exc.exit_code and exc.exit_code > 0 else 1
     except mp.ProcessRaisedException:
         return 1
+    except KeyboardInterrupt:
+        stop_ranks(context.processes)
+        return 130
     finally:
         del store
     return 0
+
+
+def stop_ranks(processes, grace_s: float = 15.0) -> None:
+    """Ctrl-C: pass SIGINT to every rank (rank 0 marks its run KILLED), then kill what is left."""
+    import signal
+    import time
+
+    for process in processes:
+        if process.is_alive():
+            os.kill(process.pid, signal.SIGINT)
+    deadline = time.monotonic() + grace_s
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+    for process in processes:
+        if process.is_alive():
+            process.kill()
+            process.join()
 
 
 @hookimpl

@@ -9,6 +9,7 @@ rank 0's output reaches the terminal, torchrun's own messages go to the run fold
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 
@@ -40,8 +41,18 @@ def check(job: Job) -> None:
 
 def launch(job: Job) -> int:
     log = job.paths.launcher_log
-    with log.open("w", encoding="utf-8") as stderr:
-        return subprocess.run(command(job), stderr=stderr, check=False).returncode
+    with log.open("a", encoding="utf-8") as stderr:
+        process = subprocess.Popen(command(job), stderr=stderr)
+        try:
+            return process.wait()
+        except KeyboardInterrupt:  # Ctrl-C: torchrun stops its workers on SIGINT; give it the time
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            return 130
 
 
 @hookimpl

@@ -25,7 +25,8 @@ class MlflowTracker:
         self.experiment_id: str | None = None
         self._client: Any = None
 
-    def start(self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str]) -> None:
+    def start(self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str],
+              resume_run_id: str | None = None) -> None:
         import logging
 
         import mlflow
@@ -37,6 +38,11 @@ class MlflowTracker:
             mlflow.set_tracking_uri(self.uri)
         self.uri = mlflow.get_tracking_uri()
         self._client = MlflowClient(self.uri)
+        if resume_run_id:  # a resumed job continues its own run
+            run = self._client.get_run(resume_run_id)
+            self.run_id, self.experiment_id = run.info.run_id, run.info.experiment_id
+            self._client.update_run(self.run_id, status="RUNNING")
+            return
         experiment = self._client.get_experiment_by_name(self.experiment)
         self.experiment_id = (
             experiment.experiment_id if experiment else self._client.create_experiment(self.experiment)

@@ -15,7 +15,8 @@ class NoTracker:
     def __init__(self, job: Any):
         self.run_dir = job.run_dir
 
-    def start(self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str]) -> None:
+    def start(self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str],
+              resume_run_id: str | None = None) -> None:
         pass
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:

@@ -1,0 +1,55 @@
+"""Signals a rank reacts to: SIGUSR1 asks for a checkpoint-and-stop (preemption), SIGTERM ends
+the run cleanly (marked KILLED), like Ctrl-C.
+
+Ranks may receive a signal at different steps, so a stop request is agreed on with a collective
+every few steps: every rank then stops at the same step boundary.
+"""
+
+from __future__ import annotations
+
+import signal
+
+import torch
+import torch.distributed as dist
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: stop now, as for Ctrl-C."""
+
+
+class Preempted(Exception):
+    """The run checkpointed and stopped on request; it continues when started again."""
+
+    exit_code = 75  # EX_TEMPFAIL: try again later
+
+
+class StopRequests:
+    """Installs the handlers; ``agreed()`` is true on every rank once any rank was asked to stop."""
+
+    def __init__(self, every: int = 10):
+        self.every = max(1, every)
+        self.requested = False
+        self._previous = {}
+        for sig, handler in ((signal.SIGUSR1, self._preempt), (signal.SIGTERM, self._terminate)):
+            try:
+                self._previous[sig] = signal.signal(sig, handler)
+            except ValueError:  # not the main thread (an embedding application): no handlers
+                pass
+
+    def _preempt(self, signum, frame) -> None:
+        self.requested = True
+
+    def _terminate(self, signum, frame) -> None:
+        raise Terminated("terminated by SIGTERM")
+
+    def agreed(self, step: int, device: torch.device, *, force: bool = False) -> bool:
+        if not force and step % self.every:
+            return False
+        flag = torch.tensor([1.0 if self.requested else 0.0], device=device)
+        if dist.is_initialized():
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return bool(flag.item())
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)

@@ -22,6 +22,7 @@ Examples:
   ddpx recipe mlp_synthetic --nproc 3 train.lr=0.05 train.max_epochs=3
   ddpx recipe ./my_recipe.toml --tracking none
   ddpx recipe mlp_synthetic --resume auto     # continue the latest run
+  ddpx recipe bbbp_rnn --launcher slurm --nnodes 2 --nproc 4 --partition gpu --wait
 
 \b
 KEY=VALUE overrides any recipe key; `ddpx show NAME` lists them all.
@@ -76,7 +77,7 @@ def cli() -> None:
 @cli.command("recipe", epilog=RECIPE_EPILOG)
 @click.argument("name")
 @click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
-@click.option("--launcher", default="spawn", show_default=True, help="How ranks start: spawn, torchrun, or a plugin's.")
+@click.option("--launcher", default="spawn", show_default=True, help="How ranks start: spawn, torchrun, slurm, or a plugin's.")
 @click.option("--nproc", type=int, default=None, help="Ranks per node.  [default: one per GPU, or 2 without GPUs]")
 @click.option("--nnodes", type=int, default=1, show_default=True, help="Number of machines.")
 @click.option("--node-rank", type=int, default=0, show_default=True, help="This machine's index (multi-node).")
@@ -93,8 +94,18 @@ def cli() -> None:
               help="Continue the latest run of this recipe (auto) or from a checkpoint file.")
 @click.option("--timeout", "timeout_s", type=float, default=1800.0, show_default=True,
               help="Seconds a rank waits for the others in a collective before the job fails.")
+@click.option("--partition", default=None, help="Slurm partition (--launcher slurm).")
+@click.option("--time", "time_limit", default=None, metavar="HH:MM:SS", help="Slurm time limit (--launcher slurm).")
+@click.option("--account", default=None, help="Slurm account (--launcher slurm).")
+@click.option("--sbatch-arg", "sbatch_args", multiple=True, metavar="ARG",
+              help="Extra #SBATCH line, e.g. --sbatch-arg=--qos=high (repeatable; --launcher slurm).")
+@click.option("--signal-seconds", type=int, default=90, show_default=True,
+              help="Slurm sends USR1 this long before the time limit: checkpoint and requeue (--launcher slurm).")
+@click.option("--wait", is_flag=True, help="Follow the Slurm job's log and exit with its status (--launcher slurm).")
+@click.option("--dry-run", is_flag=True, help="Print the sbatch script and submit nothing (--launcher slurm).")
 def recipe_command(name, overrides, launcher, nproc, nnodes, node_rank, master_addr, master_port, rdzv_endpoint,
-                   max_restarts, backend, tracking, tracking_uri, experiment, run_dir, resume, timeout_s) -> None:
+                   max_restarts, backend, tracking, tracking_uri, experiment, run_dir, resume, timeout_s, partition,
+                   time_limit, account, sbatch_args, signal_seconds, wait, dry_run) -> None:
     """Train recipe NAME (a built-in name or a .toml path) with DDP.
 
     Every rank runs the same program; the held-out metric is computed exactly over the whole
@@ -109,10 +120,15 @@ def recipe_command(name, overrides, launcher, nproc, nnodes, node_rank, master_a
     options = LaunchOptions(launcher=launcher, nproc=nproc, nnodes=nnodes, node_rank=node_rank,
                             master_addr=master_addr, master_port=master_port, rdzv_endpoint=rdzv_endpoint,
                             max_restarts=max_restarts, backend=backend, tracking=tracking,
-                            tracking_uri=tracking_uri, experiment=experiment, resume=resume, timeout_s=timeout_s)
+                            tracking_uri=tracking_uri, experiment=experiment, resume=resume, timeout_s=timeout_s,
+                            launcher_options={"partition": partition, "time": time_limit, "account": account,
+                                              "sbatch_args": list(sbatch_args), "signal_seconds": signal_seconds,
+                                              "wait": wait, "dry_run": dry_run})
     job = plan_job(registry, recipe, options)
     click.echo(f"ddpx: {recipe.name} on {job.world_size} rank(s), launcher {job.launcher}, backend {job.backend}")
     summary = run_job(registry, recipe, job, run_dir, resume)
+    if summary is None and job.launcher_options.get("detached"):
+        return
     if summary is None:
         click.echo(f"ddpx: this machine's {job.nproc_per_node} rank(s) finished; global rank 0 ran on another "
                    "machine, which reports the results and logged the run.")

@@ -156,12 +156,16 @@ class LauncherSpec:
     """A way to start the ranks: ``launch(job)`` runs them all and returns an exit status.
 
     ``check(job)`` may raise :class:`ddpx.core.errors.UserError` before anything starts.
+    ``submits()`` is true when the ranks will run on other machines (a batch system): then this
+    machine's GPUs are not checked against the backend. A launcher that hands the job over and
+    returns before it ends sets ``job.launcher_options["detached"] = True``.
     """
 
     name: str
     description: str
     launch: Launcher
     check: Callable[["Job"], None] | None = None
+    submits: Callable[[], bool] | None = None
 
 
 class Tracker(Protocol):

@@ -10,7 +10,7 @@ failure otherwise.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ class LaunchOptions:
     run_dir: str | None = None
     resume: str | None = None  # "auto" or a checkpoint path
     timeout_s: float = 1800.0
+    launcher_options: dict[str, Any] = field(default_factory=dict)  # a launcher's own settings (Slurm's)
 
 
 def local_gpu_count() -> int:
@@ -81,7 +82,8 @@ def plan_job(registry: Registry, recipe: Recipe, options: LaunchOptions) -> Job:
     if backend_name == "auto":
         backend_name = registry.pm.hook.ddpx_resolve_backend(nproc_per_node=nproc, gpus=gpus) or "gloo"
     backend = registry.get("backends", backend_name, key="--backend")
-    reason = backend.unusable_reason(nproc)
+    remote = launcher.submits is not None and launcher.submits()
+    reason = None if remote else backend.unusable_reason(nproc)
     if reason:
         raise UserError(f"--backend {backend_name} cannot run here: {reason}")
     if recipe.train["precision"] == "fp16" and backend.device_type != "cuda":
@@ -109,6 +111,7 @@ def plan_job(registry: Registry, recipe: Recipe, options: LaunchOptions) -> Job:
         experiment=options.experiment,
         resume_from=resume_from,
         timeout_s=options.timeout_s,
+        launcher_options=dict(options.launcher_options),
     )
     if launcher.check is not None:
         launcher.check(job)
@@ -153,8 +156,8 @@ def run_job(registry: Registry, recipe: Recipe, job: Job, run_dir_base: str | No
     if status == 130:
         raise JobFailed(f"interrupted; every rank was stopped. The run folder is {paths.root}; continue with "
                         f"`ddpx recipe {recipe.requested} --resume auto`.", 130)
-    if status == 0 and job.nnodes > 1 and not paths.summary_file.is_file():
-        return None
+    if status == 0 and (job.nnodes > 1 or job.launcher_options.get("detached")) and not paths.summary_file.is_file():
+        return None  # another machine holds global rank 0, or the job was handed to a batch system
     if status != 0 or not paths.summary_file.is_file():
         raise job_failure(
             paths,

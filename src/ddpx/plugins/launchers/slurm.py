@@ -1,0 +1,117 @@
+"""The ``slurm`` launcher: submit the job with sbatch, or start the ranks with srun when already
+inside an allocation (``salloc``, or an sbatch script of your own).
+
+Submitting writes ``slurm.sbatch`` into the run folder (``--dry-run`` prints it and stops), then
+prints the job id and the log; ``--wait`` follows the log and exits with the job's status. The
+script asks for ``--signal=USR1@SECONDS`` and ``--requeue``: on USR1 every rank stops at a step
+boundary, rank 0 checkpoints and requeues the job with ``scontrol requeue``, and the rerun
+continues from that checkpoint in the same MLflow run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+from ddpx import hookimpl
+from ddpx.core.components import LauncherSpec
+from ddpx.core.errors import UserError
+from ddpx.core.job import Job
+from ddpx.plugins.launchers.slurm_script import sbatch_script
+
+FINAL_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
+
+
+def inside_allocation() -> bool:
+    return "SLURM_JOB_ID" in os.environ
+
+
+def _slurm(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(list(args), capture_output=True, text=True, check=check)
+    except FileNotFoundError:
+        raise UserError(f"--launcher slurm needs the Slurm commands (`{args[0]}` is not installed here). Run on a "
+                        "Slurm login node, or use --launcher spawn or torchrun.") from None
+    except subprocess.CalledProcessError as exc:
+        raise UserError(f"`{' '.join(args)}` failed: {exc.stderr.strip() or exc.stdout.strip()}") from None
+
+
+def job_state(job_id: str) -> tuple[str, int]:
+    """(JobState, exit status) of a job, from ``scontrol show job``."""
+    out = _slurm("scontrol", "show", "job", "-o", job_id, check=False).stdout
+    state = re.search(r"JobState=(\S+)", out)
+    code = re.search(r"ExitCode=(\d+):(\d+)", out)
+    return (state.group(1) if state else "UNKNOWN"), (int(code.group(1)) if code else 1)
+
+
+def follow(job_id: str, log_path, poll_s: float = 1.0) -> int:
+    """Print the job's log as it grows until the job ends; return its exit status."""
+    offset = 0
+    while True:
+        state, code = job_state(job_id)
+        if log_path.exists():
+            with log_path.open("r", encoding="utf-8", errors="replace") as fh:
+                fh.seek(offset)
+                chunk = fh.read()
+                offset = fh.tell()
+            if chunk:
+                sys.stdout.write(chunk)
+                sys.stdout.flush()
+        if state in FINAL_STATES:
+            return code if state == "COMPLETED" or code else 1
+        time.sleep(poll_s)
+
+
+def launch(job: Job) -> int:
+    options = job.launcher_options
+    if inside_allocation() and not options.get("dry_run"):
+        tasks = job.nnodes * job.nproc_per_node
+        cmd = ["srun", f"--nodes={job.nnodes}", f"--ntasks={tasks}", f"--ntasks-per-node={job.nproc_per_node}",
+               "--kill-on-bad-exit=1", sys.executable, "-m", "ddpx.plugins.launchers.slurm_task", str(job.paths.job_file)]
+        print(f"ddpx: inside Slurm allocation {os.environ['SLURM_JOB_ID']}: starting {tasks} rank(s) with srun")
+        return subprocess.run(cmd, check=False).returncode
+    script = job.paths.root / "slurm.sbatch"
+    script.write_text(sbatch_script(job), encoding="utf-8")
+    if options.get("dry_run"):
+        options["detached"] = True
+        print(script.read_text(encoding="utf-8"), end="")
+        print(f"# dry run: written to {script}; submit it with `sbatch {shlex.quote(str(script))}`")
+        return 0
+    job_id = _slurm("sbatch", "--parsable", str(script)).stdout.strip().split(";")[0]
+    log = job.paths.root / f"slurm-{job_id}.out"
+    (job.paths.root / "slurm-job-id").write_text(job_id, encoding="utf-8")
+    print(f"ddpx: submitted Slurm job {job_id}; log: {log}")
+    if not options.get("wait"):
+        options["detached"] = True
+        print(f"ddpx: follow it with `tail -f {log}`; the summary lands in {job.paths.summary_file}")
+        return 0
+    return follow(job_id, log)
+
+
+def submits() -> bool:
+    """Outside an allocation the ranks run on compute nodes: this machine's GPUs do not matter."""
+    return not inside_allocation()
+
+
+@hookimpl
+def register_launchers(register):
+    register(LauncherSpec("slurm", "Slurm: sbatch (or srun inside an allocation), requeue on preemption", launch,
+                          submits=submits))
+
+
+@hookimpl
+def ddpx_preempted(context):
+    """Under Slurm, rank 0 requeues the job; the rerun continues from the checkpoint."""
+    job_id = os.environ.get("SLURM_JOB_ID")
+    if not job_id:
+        return
+    for sig in (signal.SIGTERM, signal.SIGINT):  # the requeue ends this run; it is already checkpointed
+        signal.signal(sig, signal.SIG_IGN)
+    if context.rank == 0:
+        subprocess.run(["scontrol", "requeue", job_id], check=False, capture_output=True)
+        subprocess.run(["scontrol", "update", f"jobid={job_id}", "StartTime=now"], check=False, capture_output=True)

@@ -1,0 +1,129 @@
+"""The Slurm launcher on a real one-node Slurm cluster (started by .ci/slurm-cluster in CI)."""
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from mlflow.tracking import MlflowClient
+
+from conftest import TEST_PLUGINS, TEST_RECIPES
+from smiles_files import write_smiles_csv
+
+TINY = str(TEST_RECIPES / "tiny_mlp.toml")
+
+
+def cluster_ready() -> bool:
+    if not os.environ.get("SLURM_CONF") or not shutil.which("sinfo"):
+        return False
+    out = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True)
+    return out.returncode == 0 and any(state in out.stdout for state in ("idle", "mix", "alloc"))
+
+
+needs_cluster = pytest.mark.skipif(not cluster_ready(), reason="no Slurm cluster: run `.ci/slurm-cluster up DIR` and "
+                                   "export SLURM_CONF=DIR/slurm.conf (CI does)")
+
+
+def only_run(uri, experiment):
+    client = MlflowClient(uri)
+    (run,) = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    return client, run
+
+
+def wait_for_job(job_id: str, timeout: float = 240) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True).stdout
+        state = out.split("JobState=")[1].split()[0] if "JobState=" in out else "UNKNOWN"
+        if state in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"):
+            return state
+        time.sleep(1)
+    raise AssertionError(f"Slurm job {job_id} did not end in {timeout} s")
+
+
+def test_dry_run_prints_the_sbatch_script_and_submits_nothing(run_ddpx):
+    result = run_ddpx("recipe", TINY, "--launcher", "slurm", "--nnodes", "2", "--nproc", "3", "--partition", "gpu",
+                      "--time", "01:00:00", "--account", "lab", "--sbatch-arg=--qos=high", "--dry-run")
+    assert result.returncode == 0, result.output
+    for line in ("#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=3", "#SBATCH --partition=gpu", "#SBATCH --time=01:00:00",
+                 "#SBATCH --account=lab", "#SBATCH --qos=high", "#SBATCH --signal=USR1@90", "#SBATCH --requeue",
+                 "-m ddpx.plugins.launchers.slurm_task"):
+        assert line in result.stdout
+    (run_dir,) = result.run_dirs()
+    assert (run_dir / "slurm.sbatch").is_file() and not (run_dir / "slurm-job-id").exists()
+
+
+def test_ranks_take_their_place_from_slurm_variables():
+    from ddpx.plugins.launchers.slurm_task import master_port, rank_environment
+
+    env = rank_environment({"SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1", "SLURM_JOB_NUM_NODES": "2",
+                            "SLURM_JOB_NODELIST": "localhost", "SLURM_JOB_ID": "123456"}) if shutil.which("scontrol") else None
+    if env is None:
+        pytest.skip("scontrol is not installed")
+    assert env == {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
+                   "MASTER_ADDR": "localhost", "MASTER_PORT": "23456"}
+    assert all(20000 <= master_port(str(j)) < 30000 for j in (1, 9999, 10000, 424242))
+
+
+@needs_cluster
+@pytest.mark.parametrize("recipe", ["mlp_synthetic", "bbbp_rnn"])
+def test_slurm_wait_runs_the_recipe_and_logs_one_run(run_ddpx, tmp_path, tracking_uri, experiment, recipe):
+    extra = ["train.max_epochs=2"]
+    if recipe == "bbbp_rnn":
+        extra.append(f"dataset.path={write_smiles_csv(tmp_path / 'molecules.csv', n=120)}")
+    result = run_ddpx("recipe", recipe, "--launcher", "slurm", "--nnodes", "1", "--nproc", "2", "--wait",
+                      "--tracking-uri", tracking_uri, "--experiment", experiment, *extra)
+    assert result.returncode == 0, result.output
+    assert "submitted Slurm job" in result.stdout and "done:" in result.stdout
+    _, run = only_run(tracking_uri, experiment)
+    assert run.data.params["world_size"] == "2" and run.data.params["launcher"] == "slurm"
+    assert run.info.status == "FINISHED"
+
+
+@needs_cluster
+def test_inside_an_allocation_ranks_start_with_srun(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(TEST_PLUGINS)}
+    command = f"{sys.executable} -m ddpx recipe {TINY} --launcher slurm --nproc 2 --tracking none"
+    out = subprocess.run(["sbatch", "--wait", "--ntasks=2", f"--output={tmp_path}/own-%j.out", f"--chdir={tmp_path}",
+                          "--wrap", command], env=env, capture_output=True, text=True, timeout=240)
+    (log,) = tmp_path.glob("own-*.out")
+    text = log.read_text()
+    assert out.returncode == 0, text
+    assert "inside Slurm allocation" in text and "done: tiny_mlp" in text
+
+
+@needs_cluster
+def test_preemption_checkpoints_requeues_and_resumes_losing_nothing(run_ddpx, tmp_path, tracking_uri, experiment):
+    args = ["recipe", "mlp_synthetic", "--launcher", "slurm", "--nproc", "2", "train.max_epochs=10", "train.patience=0",
+            "dataset.train_size=6000"]
+    (tmp_path / "reference").mkdir()
+    reference = run_ddpx(*args, "--wait", "--tracking", "none", cwd=tmp_path / "reference")
+    assert reference.returncode == 0, reference.output
+
+    preempted = tmp_path / "preempted"
+    preempted.mkdir()
+    submitted = run_ddpx(*args, "--tracking-uri", tracking_uri, "--experiment", experiment, cwd=preempted)
+    assert submitted.returncode == 0, submitted.output
+    (run_dir,) = submitted.run_dirs()
+    job_id = (run_dir / "slurm-job-id").read_text()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        metrics = run_dir / "metrics.jsonl"
+        if metrics.exists() and len(metrics.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.3)
+    subprocess.run(["scancel", "--signal=USR1", job_id], check=True)
+    assert wait_for_job(job_id) == "COMPLETED"
+
+    log = (run_dir / f"slurm-{job_id}.out").read_text()
+    assert "DUE TO JOB REQUEUE" in log and "resuming from" in log
+    client, run = only_run(tracking_uri, experiment)
+    assert run.info.status == "FINISHED"
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "train_loss")] == list(range(1, 11))
+    final = torch.load(run_dir / "checkpoints" / "last.pt", weights_only=True)["model"]
+    (reference_dir,) = reference.run_dirs()
+    expected = torch.load(reference_dir / "checkpoints" / "last.pt", weights_only=True)["model"]
+    assert all(torch.equal(final[k], expected[k]) for k in expected), "weights differ from the uninterrupted run"

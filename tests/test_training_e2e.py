@@ -106,14 +106,29 @@ def test_parameters_are_identical_on_every_rank_from_the_start(run_ddpx, monkeyp
 
 
 @pytest.mark.parametrize("launcher", ["spawn", "torchrun"])
-def test_one_failing_rank_ends_the_job_with_its_traceback_once(run_ddpx, launcher):
-    result = run_ddpx("recipe", TINY, "--launcher", launcher, "--nproc", "3", "--tracking", "none",
-                      "task=failing_on_rank1", plugins=("ddpx_testplug_failing",))
+def test_one_failing_rank_ends_the_job_with_its_traceback_once(run_ddpx, tracking_uri, experiment, launcher):
+    result = run_ddpx("recipe", TINY, "--launcher", launcher, "--nproc", "3", "--tracking-uri", tracking_uri,
+                      "--experiment", experiment, "task=failing_on_rank1", plugins=("ddpx_testplug_failing",))
     assert result.returncode == 1, result.output
     assert result.output.count("deliberate failure on rank 1") == 1
     assert result.output.count("Traceback (most recent call last)") == 1
     assert "the job failed on rank 1" in result.stderr
     assert processes_with_marker(result.marker) == [], "no orphan processes"
+    experiment_record = MlflowClient(tracking_uri).get_experiment_by_name(experiment)
+    if experiment_record is not None:  # rank 0 may be stopped before it opened a run: then there is none
+        _, run = only_run(tracking_uri, experiment)
+        assert run.info.status == "FAILED"
+
+
+def test_a_crash_mid_training_marks_the_run_failed_with_its_error(run_ddpx, tracking_uri, experiment):
+    result = run_ddpx("recipe", TINY, "--tracking-uri", tracking_uri, "--experiment", experiment,
+                      plugins=("ddpx_testplug_failing",), env={"DDPX_TEST_FAIL_AT_EPOCH": "2"})
+    assert result.returncode == 1, result.output
+    assert result.output.count("deliberate crash on rank 1 after epoch 2") == 1
+    client, run = only_run(tracking_uri, experiment)
+    assert run.info.status == "FAILED"
+    assert "deliberate crash on rank 1 after epoch 2" in run.data.tags["ddpx.error"]
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "train_loss")] == [1, 2]
 
 
 def test_compiled_model_trains_and_saves_plain_weights(run_ddpx):

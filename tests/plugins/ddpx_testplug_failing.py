@@ -17,3 +17,10 @@ def build_failing(request):
 def register_tasks(register):
     register(TaskSpec("failing_on_rank1", "crashes on rank 1", build_failing, loss="cross_entropy",
                       metric="accuracy", params=DATASET_PARAMS))
+
+
+@hookimpl
+def ddpx_epoch_end(context, epoch, metrics):
+    """With DDPX_TEST_FAIL_AT_EPOCH=N, rank 1 crashes at the end of epoch N (mid-training)."""
+    if context.rank == 1 and str(epoch) == os.environ.get("DDPX_TEST_FAIL_AT_EPOCH"):
+        raise RuntimeError(f"deliberate crash on rank 1 after epoch {epoch}")

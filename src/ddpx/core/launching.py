@@ -159,12 +159,27 @@ def run_job(registry: Registry, recipe: Recipe, job: Job, run_dir_base: str | No
     if status == 0 and (job.nnodes > 1 or job.launcher_options.get("detached")) and not paths.summary_file.is_file():
         return None  # another machine holds global rank 0, or the job was handed to a batch system
     if status != 0 or not paths.summary_file.is_file():
-        raise job_failure(
+        failure = job_failure(
             paths,
             status,
             f"the job exited with status {status} and no rank recorded an error; see {paths.root}"
             + (f" and {paths.launcher_log}" if paths.launcher_log.is_file() else ""),
         )
+        mark_run_failed(registry, job, str(failure))
+        raise failure
     summary = json.loads(paths.summary_file.read_text(encoding="utf-8"))
     summary["run_dir"] = str(paths.root)
     return summary
+
+
+def mark_run_failed(registry: Registry, job: Job, error: str) -> None:
+    """Mark the job's tracking run FAILED with the error (ranks stopped by a launcher cannot)."""
+    paths = job.paths
+    if not paths.tracking_file.is_file():
+        return
+    from ddpx.core.tracking import GuardedTracker
+
+    record = json.loads(paths.tracking_file.read_text(encoding="utf-8"))
+    tracker = GuardedTracker(registry.get("trackers", record["tracker"]).create(job), warn=lambda text: None)
+    tracker.start(run_name="", params={}, tags={}, resume_run_id=record["run_id"])
+    tracker.finish("FAILED", error=error)

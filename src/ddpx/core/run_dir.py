@@ -8,6 +8,7 @@ Layout (``ddpx-runs/<recipe>-<time>/`` by default)::
     metrics.jsonl       one line per epoch (kept even when tracking fails)
     summary.json        rank 0's final result
     stopped.json        why the run stopped early on request (it resumes when started again)
+    tracking.json       which tracker run rank 0 logs to
     failures/rank-N.json  what failed on rank N
     launcher.log        the launcher's own output (torchrun)
 """
@@ -63,6 +64,10 @@ class RunDir:
     @property
     def summary_file(self) -> Path:
         return self.root / "summary.json"
+
+    @property
+    def tracking_file(self) -> Path:
+        return self.root / "tracking.json"
 
     @property
     def stopped_file(self) -> Path:

@@ -104,6 +104,9 @@ def _start_tracker(job, registry, device, console, resume):
                   tags=run_tags(job, versions), resume_run_id=resume_run_id)
     if not resume_run_id:
         tracker.log_artifact(job.paths.recipe_file)
+    if tracker.run_id:
+        job.paths.tracking_file.write_text(json.dumps({"tracker": job.tracking, "run_id": tracker.run_id}),
+                                           encoding="utf-8")
     return tracker
 
 

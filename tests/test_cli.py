@@ -96,3 +96,17 @@ def test_user_errors_are_one_message_and_exit_2_before_launch(run_ddpx, args, fr
     assert "Traceback" not in result.output
     assert result.stderr.count("Error:") == 1
     assert not (result.cwd / "ddpx-runs").exists() and not (result.cwd / "mlflow.db").exists()
+
+
+def test_cp_copies_a_recipe_to_edit_and_run(run_ddpx, tmp_path):
+    copied = run_ddpx("cp", "mlp_synthetic", "mine.toml")
+    assert copied.returncode == 0, copied.output
+    text = (tmp_path / "mine.toml").read_text()
+    assert "# A synthetic 32-class problem" in text  # the file itself, comments included
+    (tmp_path / "mine.toml").write_text(text.replace("max_epochs = 8", "max_epochs = 2"))
+    shown = run_ddpx("show", "mine.toml")
+    assert shown.returncode == 0 and "max_epochs = 2" in shown.stdout
+    again = run_ddpx("cp", "mlp_synthetic", "mine.toml")
+    assert again.returncode == 2 and "already exists" in again.stderr and "--force" in again.stderr
+    assert run_ddpx("cp", "mlp_synthetic", "mine.toml", "--force").returncode == 0
+    assert run_ddpx("cp", "mlp_synthetic", "mine.txt").returncode == 2

@@ -172,6 +172,28 @@ def show_command(name: str, overrides: tuple[str, ...]) -> None:
     click.echo(recipe.to_toml(), nl=False)
 
 
+@cli.command("cp")
+@click.argument("name")
+@click.argument("dest", type=click.Path(dir_okay=False))
+@click.option("--force", is_flag=True, help="Overwrite DEST if it exists.")
+def cp_command(name: str, dest: str, force: bool) -> None:
+    """Copy recipe NAME to DEST (a .toml file) to edit it; run it with `ddpx recipe DEST`."""
+    import shutil
+    from pathlib import Path
+
+    from ddpx.core.recipes import find_recipe
+
+    source = find_recipe(_registry(), name)
+    target = Path(dest)
+    if target.suffix != ".toml":
+        raise UserError(f"'{dest}' should end in .toml, so that `ddpx recipe {dest}` reads it as a recipe file.")
+    if target.exists() and not force:
+        raise UserError(f"'{dest}' already exists; choose another name or add --force to overwrite it.")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    click.echo(f"copied {source.name} to {target}; edit it, then run `ddpx recipe {target}`")
+
+
 @cli.command("plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def plugins_command(as_json: bool) -> None:

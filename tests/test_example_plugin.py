@@ -41,6 +41,10 @@ def test_installed_example_plugin_lists_runs_passes_its_tests_and_uninstalls(run
         (run,) = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
         assert run.info.status == "FINISHED" and run.data.metrics["heldout_roc_auc"] > 0.9
 
+        checked = run_ddpx("plugins", "check", "ddpx-moons")
+        assert checked.returncode == 0, checked.output
+        assert "PASS  moons: recipe moons_mlp trains on 2 CPU ranks: heldout_roc_auc" in checked.stdout
+
         own_tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLE / "tests")],
                                    cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert own_tests.returncode == 0, own_tests.stdout + own_tests.stderr

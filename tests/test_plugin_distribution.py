@@ -92,3 +92,17 @@ def test_disabling_the_broken_plugin_silences_it(run_ddpx, installed_plugin):
 def test_without_the_install_the_plugin_is_gone(run_ddpx):
     report, _ = plugins_json(run_ddpx, TEST_PLUGINS)
     assert "tinyplug" not in {p["name"] for p in report["plugins"]}
+
+
+def test_plugins_check_reports_each_check(run_ddpx, installed_plugin):
+    env = {"PYTHONPATH": os.pathsep.join([str(installed_plugin), str(TEST_PLUGINS)])}
+    good = run_ddpx("plugins", "check", "tinyplug", env=env)
+    assert good.returncode == 0, good.output
+    assert "PASS  tinyplug: loads" in good.stdout and "PASS  tinyplug: names are its own: metrics: tiny_top1" in good.stdout
+    broken = run_ddpx("plugins", "check", "ddpx-tinyplug", env=env)  # by distribution: both entry points
+    assert broken.returncode == 1
+    assert "FAIL  tinyplug_broken: loads" in broken.stdout and "a_module_that_is_not_installed" in broken.stdout
+    misspelled = run_ddpx("plugins", "check", "ddpx_testplug_misspelled", plugins=("ddpx_testplug_misspelled",))
+    assert misspelled.returncode == 1
+    assert "FAIL  ddpx_testplug_misspelled: hooks match the specs" in misspelled.stdout
+    assert "register_task" in misspelled.stdout

@@ -194,10 +194,16 @@ def cp_command(name: str, dest: str, force: bool) -> None:
     click.echo(f"copied {source.name} to {target}; edit it, then run `ddpx recipe {target}`")
 
 
-@cli.command("plugins")
+@cli.group("plugins", invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def plugins_command(as_json: bool) -> None:
-    """List every plugin: distribution, version, hooks, and what it registers."""
+@click.pass_context
+def plugins_command(ctx: click.Context, as_json: bool) -> None:
+    """List every plugin: distribution, version, hooks, and what it registers.
+
+    `ddpx plugins check NAME` checks that an installed plugin conforms to the contract.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
     from ddpx.core.plugin_report import plugin_report
 
     registry = _registry()
@@ -217,6 +223,24 @@ def plugins_command(as_json: bool) -> None:
     _console().print(table)
     for error in report["errors"]:
         click.echo(f"not loaded: {error['message']}")
+
+
+@plugins_command.command("check")
+@click.argument("name")
+@click.option("--nproc", type=int, default=2, show_default=True, help="CPU ranks for the short training runs.")
+def plugins_check_command(name: str, nproc: int) -> None:
+    """Check plugin NAME (a plugin or its distribution): it loads, its hooks match the specs, its
+    names clash with no other plugin, and its recipes train and produce their metric on CPU."""
+    from ddpx.core.plugin_check import check_plugin
+
+    checks = check_plugin(_registry(), name, nproc)
+    for check in checks:
+        mark = click.style("PASS", fg="green") if check.passed else click.style("FAIL", fg="red")
+        click.echo(f"{mark}  {check.name}: {check.detail}")
+    failed = sum(not c.passed for c in checks)
+    click.echo(f"{len(checks) - failed} passed, {failed} failed")
+    if failed:
+        raise SystemExit(1)
 
 
 def main(argv: list[str] | None = None) -> None:

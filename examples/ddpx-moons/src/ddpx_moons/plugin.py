@@ -8,6 +8,7 @@ from pathlib import Path
 from ddpx import hookimpl
 from ddpx.core.components import ModelSpec, Param, RecipeSource, TaskData, TaskSpec
 
+# --8<-- [start:task]
 TASK_PARAMS = {
     "samples": Param(2000, "points drawn", minimum=30),
     "noise": Param(0.2, "standard deviation of the Gaussian noise added to the points", minimum=0),
@@ -32,8 +33,10 @@ def build_moons(request) -> TaskData:
     y = torch.tensor(labels, dtype=torch.float32)
     split = lambda idx: TensorDataset(x[idx], y[idx])  # noqa: E731
     return TaskData(train=split(train), dev=split(dev), heldout=split(heldout), info={"features": 2})
+# --8<-- [end:task]
 
 
+# --8<-- [start:model]
 def build_mlp(params, info):
     from torch import nn
 
@@ -49,8 +52,10 @@ def build_mlp(params, info):
             return self.net(x).squeeze(-1)
 
     return MoonsMLP()
+# --8<-- [end:model]
 
 
+# --8<-- [start:register]
 @hookimpl
 def register_tasks(register):
     register(TaskSpec("moons", "two interleaving half-circles (scikit-learn), binary", build_moons,
@@ -66,3 +71,4 @@ def register_models(register):
 @hookimpl
 def register_recipes(register):
     register(RecipeSource(Path(str(resources.files("ddpx_moons") / "recipes" / "moons_mlp.toml"))))
+# --8<-- [end:register]

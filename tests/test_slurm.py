@@ -87,11 +87,13 @@ def test_slurm_wait_runs_the_recipe_and_logs_one_run(run_ddpx, tmp_path, trackin
 def test_inside_an_allocation_ranks_start_with_srun(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(TEST_PLUGINS)}
     command = f"{sys.executable} -m ddpx recipe {TINY} --launcher slurm --nproc 2 --tracking none"
-    out = subprocess.run(["sbatch", "--wait", "--ntasks=2", f"--output={tmp_path}/own-%j.out", f"--chdir={tmp_path}",
-                          "--wrap", command], env=env, capture_output=True, text=True, timeout=240)
+    job_id = subprocess.run(["sbatch", "--parsable", "--ntasks=2", f"--output={tmp_path}/own-%j.out",
+                             f"--chdir={tmp_path}", "--wrap", command], env=env, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    state = wait_for_job(job_id)
     (log,) = tmp_path.glob("own-*.out")
     text = log.read_text()
-    assert out.returncode == 0, text
+    assert state == "COMPLETED", text
     assert "inside Slurm allocation" in text and "done: tiny_mlp" in text
 
 

@@ -114,7 +114,7 @@ def test_scaffold_split_and_canonical_smiles_with_rdkit(run_ddpx, molecules):
 @pytest.mark.skipif(not BBBP.is_file(), reason="the real BBBP file is in ../shared/data (CI has it)")
 def test_real_bbbp_reaches_a_roc_auc_a_broken_pipeline_cannot(run_ddpx, tracking_uri, experiment):
     result = run_ddpx("recipe", "bbbp_rnn", "--launcher", "torchrun", "--nproc", "2", "--tracking-uri", tracking_uri,
-                      "--experiment", experiment, f"dataset.path={BBBP}", "train.max_epochs=4", timeout=600)
+                      "--experiment", experiment, f"dataset.path={BBBP}", "train.max_epochs=3", timeout=600)
     assert result.returncode == 0, result.output
     summary = result.summary()
     assert summary["heldout_samples"] == 205  # 10 % of 2050, every molecule scored once

@@ -2,6 +2,7 @@
 helpers plugin authors test with (ddpx.testing)."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -27,7 +28,9 @@ def listed(run_ddpx):
 
 def test_installed_example_plugin_lists_runs_passes_its_tests_and_uninstalls(run_ddpx, tmp_path, tracking_uri,
                                                                              experiment):
-    pip("install", "--quiet", "--no-deps", "--no-build-isolation", str(EXAMPLE))
+    source = tmp_path / "ddpx-moons"  # build from a copy: a build leaves files beside the sources
+    shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    pip("install", "--quiet", "--no-deps", "--no-build-isolation", str(source))
     try:
         plugins, recipes = listed(run_ddpx)
         moons = plugins["moons"]

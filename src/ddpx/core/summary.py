@@ -11,8 +11,8 @@ from rich.table import Table
 def print_summary(recipe_name: str, summary: Mapping[str, Any], console: Console | None = None) -> None:
     console = console or Console(highlight=False)
     table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold")
-    table.add_column()
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
     for key, value in summary["heldout"].items():
         table.add_row(key, f"{value:.4f}")
     table.add_row("held-out samples", str(summary["heldout_samples"]))

@@ -72,14 +72,11 @@ def check_plugin(registry: Registry, name: str, nproc: int = 2) -> list[Check]:
 def _recipe_runs(registry: Registry, plugin: str, owned: dict[str, list[str]], nproc: int) -> list[Check]:
     from ddpx.testing import run_recipe
 
-    recipes = set(owned.get("recipes", []))
-    for recipe_name, source in registry.all("recipes").items():
-        if read_recipe_file(Path(source.path)).get("task") in owned.get("tasks", []):
-            recipes.add(recipe_name)
-    tasks_without_recipe = [t for t in owned.get("tasks", []) if not any(
-        read_recipe_file(Path(registry.all("recipes")[r].path)).get("task") == t for r in recipes)]
+    task_of = {name: read_recipe_file(Path(source.path)).get("task") for name, source in registry.all("recipes").items()}
+    own_tasks = owned.get("tasks", [])
+    recipes = set(owned.get("recipes", [])) | {name for name, task in task_of.items() if task in own_tasks}
     checks = [Check(f"{plugin}: task {t} has a recipe", False, "ship a recipe that uses it, so it can be run and checked")
-              for t in tasks_without_recipe]
+              for t in own_tasks if not any(task_of[r] == t for r in recipes)]
     for recipe in sorted(recipes):
         label = f"{plugin}: recipe {recipe} trains on {nproc} CPU ranks"
         try:
@@ -88,8 +85,7 @@ def _recipe_runs(registry: Registry, plugin: str, owned: dict[str, list[str]], n
         except Exception as exc:  # report every kind of failure, keep checking the rest
             checks.append(Check(label, False, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
             continue
-        metric = registry.get("tasks", read_recipe_file(Path(registry.all("recipes")[recipe].path))["task"]).metric
-        key = f"heldout_{metric}"
+        key = f"heldout_{registry.get('tasks', task_of[recipe]).metric}"
         passed = key in result.heldout and result.summary["heldout_samples"] > 0
         checks.append(Check(label, passed, f"{key} = {result.heldout.get(key, float('nan')):.4f} over "
                                            f"{result.summary['heldout_samples']} held-out samples"))

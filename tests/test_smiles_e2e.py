@@ -1,5 +1,7 @@
 """The SMILES task end to end: both launchers, MLflow, the predictor, downloads, real BBBP."""
 
+import csv
+import json
 import os
 from pathlib import Path
 
@@ -8,6 +10,7 @@ from mlflow.tracking import MlflowClient
 from sklearn.metrics import roc_auc_score
 
 from conftest import TESTS, serve_directory
+from ddpx.core.model_export import load_model
 from ddpx.plugins.smiles.csv_table import read_smiles_csv
 from ddpx.plugins.smiles.predict import SmilesPredictor
 from ddpx.plugins.smiles.splits import random_split
@@ -38,6 +41,11 @@ def test_bbbp_rnn_runs_on_both_launchers_and_logs_one_run(run_ddpx, molecules, t
     assert (params["model.num_layers"], params["model.bidirectional"], params["model.dropout"]) == ("3", "True", "0.2")
     assert (params["train.optimizer"], params["train.lr"], params["train.weight_decay"]) == ("adamw", "0.001", "0.0001")
     assert params["launcher"] == launcher and params["task"] == "bbbp"
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"heldout_roc_curve.png", "heldout_predictions.csv", "recipe.toml", "model"} <= artifacts
+    assert {a.path for a in client.list_artifacts(run.info.run_id, "model")} == {"model/model.json", "model/state_dict.pt"}
+    (dataset,) = run.inputs.dataset_inputs
+    assert dataset.dataset.source_type == "local" and str(molecules) in dataset.dataset.source
 
 
 def test_predictor_reloads_the_checkpoint_and_reproduces_the_exact_heldout_metric(run_ddpx, molecules):
@@ -53,6 +61,20 @@ def test_predictor_reloads_the_checkpoint_and_reproduces_the_exact_heldout_metri
     expected = roc_auc_score([table.labels[i] for i in heldout], scores)
     assert summary["heldout"]["heldout_roc_auc"] == pytest.approx(expected, abs=1e-9)
     assert all(0 <= p <= 1 for p in scores)
+
+    # the run folder's reports: the predictions CSV is the held-out split, in order, and scores the same
+    run_dir = result.run_dirs()[0]
+    rows = list(csv.DictReader((run_dir / "reports" / "heldout_predictions.csv").open()))
+    assert [int(r["target"]) for r in rows] == [table.labels[i] for i in heldout]
+    assert roc_auc_score([int(r["target"]) for r in rows], [float(r["probability"]) for r in rows]) == \
+        pytest.approx(expected, abs=1e-6)
+    assert (run_dir / "reports" / "heldout_roc_curve.png").read_bytes()[:4] == b"\x89PNG"
+    # the exported model (state dict + model.json with the vocabulary) rebuilds the same model
+    spec = json.loads((run_dir / "model" / "model.json").read_text())
+    assert spec["task_info"]["vocab"] == predictor.vocabulary.tokens
+    model = load_model(run_dir / "model")
+    exported = SmilesPredictor(model, predictor.vocabulary).predict_proba([table.smiles[i] for i in heldout])
+    assert exported == pytest.approx(scores, abs=1e-6)
 
 
 def test_bad_rows_are_reported_once_and_skipped(run_ddpx, tmp_path):

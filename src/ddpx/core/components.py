@@ -62,8 +62,10 @@ class TaskData:
     """The three splits a task provides, each a map-style dataset of ``(input, target)`` pairs.
 
     ``info`` carries what the model needs to know about the data (input width, number of
-    classes, a vocabulary, ...); it is passed to the model builder. ``collate_fn`` is used for
-    every split when given.
+    classes, a vocabulary, ...); it is passed to the model builder and saved beside the best
+    model, so it must be JSON-serialisable. ``collate_fn`` is used for every split when given.
+    ``source`` says where the data came from (a file, folder or URL) for the tracker's dataset
+    record; when it is a file, its content digest identifies the dataset.
     """
 
     train: "Dataset"
@@ -71,6 +73,17 @@ class TaskData:
     heldout: "Dataset"
     info: dict[str, Any] = field(default_factory=dict)
     collate_fn: Callable[[list[Any]], Any] | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class DatasetRecord:
+    """The data a run trained on, as trackers record it: name, source, digest, split sizes."""
+
+    name: str
+    source: str
+    digest: str
+    splits: Mapping[str, int]
 
 
 @dataclass(frozen=True)
@@ -132,6 +145,23 @@ class SamplerSpec:
 
 
 @dataclass(frozen=True)
+class WrapperSpec:
+    """How the model is made data-parallel (``train.wrapper``).
+
+    ``wrap(model, device)`` receives the plain model, already on ``device``, after the process
+    group is up, and returns the module the training step calls. It must make every rank start
+    from the same weights and keep them equal (``train.check_sync=true`` verifies that). Keep the
+    plain model as the wrapper's ``module`` attribute, so checkpoints hold its bare state dict.
+    ``check(job)`` may raise :class:`~ddpx.core.errors.UserError` before anything starts.
+    """
+
+    name: str
+    description: str
+    wrap: Callable[["torch.nn.Module", "torch.device"], "torch.nn.Module"]
+    check: Callable[["Job"], None] | None = None
+
+
+@dataclass(frozen=True)
 class BackendSpec:
     """A ``torch.distributed`` backend and the device each rank computes on.
 
@@ -180,7 +210,13 @@ class Tracker(Protocol):
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None: ...
 
-    def log_artifact(self, path: Path) -> None: ...
+    def log_artifact(self, path: Path, folder: str | None = None) -> None:
+        """Store a file with the run, under ``folder`` when given."""
+        ...
+
+    def log_dataset(self, dataset: DatasetRecord) -> None:
+        """Record the run's input data (optional: trackers without it skip this)."""
+        ...
 
     def finish(self, status: str, error: str | None = None) -> None: ...
 
@@ -237,6 +273,7 @@ REGISTRY_KINDS: Sequence[str] = (
     "models",
     "metrics",
     "samplers",
+    "wrappers",
     "backends",
     "launchers",
     "trackers",

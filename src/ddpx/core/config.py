@@ -30,6 +30,8 @@ TRAIN_PARAMS: dict[str, Param] = {
     "channels_last": Param(False, "channels-last memory format for 4-D inputs (convnets)"),
     "compile": Param(False, "wrap the DDP model in torch.compile"),
     "sampler": Param("distributed", "training sampler (a registered sampler name)"),
+    "wrapper": Param("ddp", "how the model is made data-parallel: ddp, allreduce, dp (a registered wrapper)"),
+    "check_sync": Param(False, "after every step, check that all ranks hold the same parameters (slow; debugging)"),
     "num_workers": Param(0, "DataLoader worker processes per rank", minimum=0),
     "stop_check_every": Param(10, "steps between checks for a stop request (SIGUSR1: checkpoint, then stop)", minimum=1),
     "drop_last": Param(False, "drop each epoch's last incomplete training batch (batch norm needs more than one sample)"),

@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
         SamplerSpec,
         TaskSpec,
         TrackerSpec,
+        WrapperSpec,
     )
 
 
@@ -78,6 +79,17 @@ def register_samplers(register: Callable[["SamplerSpec"], None]) -> None:
     A sampler gives each rank its part of the training split and reshuffles on
     ``set_epoch``. Evaluation never uses it: held-out and dev splits are always sharded
     exactly by the core, without padding.
+    """
+
+
+@hookspec
+def register_wrappers(register: Callable[["WrapperSpec"], None]) -> None:
+    """Register model wrappers a recipe can name with ``train.wrapper``.
+
+    Call ``register(WrapperSpec(...))`` once per wrapper. ``WrapperSpec.wrap(model, device)``
+    turns the plain model into the data-parallel module the training step calls; it must start
+    every rank from rank 0's weights and keep the ranks' parameters equal after each optimizer
+    step. Built in: ``ddp`` (the default), ``allreduce`` and ``dp``.
     """
 
 
@@ -160,6 +172,7 @@ __all__: list[Any] = [
     "register_models",
     "register_metrics",
     "register_samplers",
+    "register_wrappers",
     "register_backends",
     "register_launchers",
     "register_trackers",

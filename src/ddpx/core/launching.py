@@ -2,14 +2,16 @@
 
 Everything that can be checked before a process starts is checked here (launcher, backend,
 precision, tracker, rank layout), so user mistakes are exit code 2 with nothing started. Then
-the run folder gets ``job.json`` and ``recipe.toml``, the launcher starts the ranks, and the
-outcome is read back from the run folder: ``summary.json`` on success, the first rank's
+the run folder gets ``job.json`` and ``recipe.toml``, the tracking run is opened (so that even
+a job whose ranks never start is recorded, and marked FAILED), the launcher starts the ranks —
+rank 0 continues that tracking run — and the outcome is read back from the run folder: ``summary.json`` on success, the first rank's
 failure otherwise.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from ddpx.core.job import Job
 from ddpx.core.recipes import Recipe
 from ddpx.core.registry import Registry
 from ddpx.core.run_dir import RunDir
+from ddpx.core.tracking import close_tracking_run, open_tracking_run
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class LaunchOptions:
     run_dir: str | None = None
     resume: str | None = None  # "auto" or a checkpoint path
     timeout_s: float = 1800.0
+    system_metrics: bool = True
     launcher_options: dict[str, Any] = field(default_factory=dict)  # a launcher's own settings (Slurm's)
 
 
@@ -112,9 +116,13 @@ def plan_job(registry: Registry, recipe: Recipe, options: LaunchOptions) -> Job:
         resume_from=resume_from,
         timeout_s=options.timeout_s,
         launcher_options=dict(options.launcher_options),
+        system_metrics=options.system_metrics,
     )
     if launcher.check is not None:
         launcher.check(job)
+    wrapper = registry.get("wrappers", recipe.train["wrapper"], key="train.wrapper")
+    if wrapper.check is not None:
+        wrapper.check(job)
     if recipe.task.check is not None:
         recipe.task.check(recipe.config["dataset"])
     return job
@@ -147,6 +155,10 @@ def run_job(registry: Registry, recipe: Recipe, job: Job, run_dir_base: str | No
     """
     paths = prepare_run_dir(recipe, job, run_dir_base, resume)
     job.run_dir = str(paths.root)
+    # A resumed job continues the run its checkpoint names. With several machines, whichever one
+    # holds global rank 0 (torchrun's rendezvous decides) opens the run from inside the job.
+    if resume is None and job.nnodes == 1:
+        open_tracking_run(registry, job, warn=lambda text: print(f"Warning: {text}", file=sys.stderr))
     job.save()
     launcher = registry.get("launchers", job.launcher)
     status = launcher.launch(job)
@@ -154,6 +166,7 @@ def run_job(registry: Registry, recipe: Recipe, job: Job, run_dir_base: str | No
         reason = json.loads(paths.stopped_file.read_text(encoding="utf-8"))["reason"]
         raise JobFailed(f"the run {reason}. Continue it with `ddpx recipe {recipe.requested} --resume auto`.", 75)
     if status == 130:
+        close_tracking_run(registry, job, "KILLED", "interrupted (Ctrl-C); every rank was stopped")
         raise JobFailed(f"interrupted; every rank was stopped. The run folder is {paths.root}; continue with "
                         f"`ddpx recipe {recipe.requested} --resume auto`.", 130)
     if status == 0 and (job.nnodes > 1 or job.launcher_options.get("detached")) and not paths.summary_file.is_file():
@@ -165,21 +178,8 @@ def run_job(registry: Registry, recipe: Recipe, job: Job, run_dir_base: str | No
             f"the job exited with status {status} and no rank recorded an error; see {paths.root}"
             + (f" and {paths.launcher_log}" if paths.launcher_log.is_file() else ""),
         )
-        mark_run_failed(registry, job, str(failure))
+        close_tracking_run(registry, job, "FAILED", str(failure))
         raise failure
     summary = json.loads(paths.summary_file.read_text(encoding="utf-8"))
     summary["run_dir"] = str(paths.root)
     return summary
-
-
-def mark_run_failed(registry: Registry, job: Job, error: str) -> None:
-    """Mark the job's tracking run FAILED with the error (ranks stopped by a launcher cannot)."""
-    paths = job.paths
-    if not paths.tracking_file.is_file():
-        return
-    from ddpx.core.tracking import GuardedTracker
-
-    record = json.loads(paths.tracking_file.read_text(encoding="utf-8"))
-    tracker = GuardedTracker(registry.get("trackers", record["tracker"]).create(job), warn=lambda text: None)
-    tracker.start(run_name="", params={}, tags={}, resume_run_id=record["run_id"])
-    tracker.finish("FAILED", error=error)

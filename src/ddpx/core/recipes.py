@@ -154,6 +154,7 @@ def resolve_recipe(registry: "Registry", name_or_path: str, overrides: Iterable[
 
 def _check_components(registry: "Registry", values: Mapping[str, Any]) -> None:
     registry.get("samplers", values["train.sampler"], key="train.sampler")
+    registry.get("wrappers", values["train.wrapper"], key="train.wrapper")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ _SINGULAR = {
     "models": "model",
     "metrics": "metric",
     "samplers": "sampler",
+    "wrappers": "wrapper",
     "backends": "backend",
     "launchers": "launcher",
     "trackers": "tracker",

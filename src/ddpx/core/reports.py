@@ -1,23 +1,72 @@
-"""Pictures of a held-out result, written by rank 0 and logged as artifacts.
+"""Reports of a held-out result, written by rank 0 and logged as artifacts.
 
-Multi-class tasks (cross-entropy) get ``heldout_confusion_matrix.png``: rows are true classes,
-columns predicted ones, over exactly the held-out split.
+Over exactly the held-out split, in dataset order:
+
+- binary tasks (``bce_with_logits``): ``heldout_roc_curve.png`` and ``heldout_predictions.csv``
+  (index, target, logit, probability of class 1);
+- multi-class tasks (``cross_entropy``): ``heldout_confusion_matrix.png`` (rows are true
+  classes, columns predicted ones) and ``heldout_predictions.csv`` (index, target, predicted,
+  probability of the predicted class).
 """
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
 
-def confusion_matrix_png(targets: np.ndarray, predicted: np.ndarray, classes: list[str], path: Path) -> Path:
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    _pyplot().close(fig)
+    return path
+
+
+def roc_curve_png(targets: np.ndarray, scores: np.ndarray, path: Path) -> Path:
+    from sklearn.metrics import roc_auc_score, roc_curve
+
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5, 5))
+    if len(np.unique(targets)) == 2:
+        fpr, tpr, _ = roc_curve(targets, scores)
+        ax.plot(fpr, tpr, label=f"ROC-AUC {roc_auc_score(targets, scores):.4f}")
+        ax.legend(loc="lower right")
+    else:
+        ax.text(0.5, 0.5, "one class only: no ROC curve", ha="center")
+    ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1)
+    ax.set_xlabel("false positive rate")
+    ax.set_ylabel("true positive rate")
+    ax.set_title(f"held-out ROC curve ({len(targets)} samples)")
+    return _save(fig, path)
+
+
+def predictions_csv(header: list[str], columns: list[np.ndarray], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["index", *header])
+        for index, row in enumerate(zip(*(c.tolist() for c in columns))):
+            writer.writerow([index, *row])
+    return path
+
+
+def confusion_matrix_png(targets: np.ndarray, predicted: np.ndarray, classes: list[str], path: Path) -> Path:
     from sklearn.metrics import confusion_matrix
+
+    plt = _pyplot()
 
     matrix = confusion_matrix(targets, predicted, labels=list(range(len(classes))))
     size = max(4.0, 0.45 * len(classes) + 2)
@@ -32,18 +81,27 @@ def confusion_matrix_png(targets: np.ndarray, predicted: np.ndarray, classes: li
     for (i, j), count in np.ndenumerate(matrix):
         ax.text(j, i, str(count), ha="center", va="center", fontsize=8,
                 color="white" if count > threshold else "black")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def heldout_reports(predictions: Any, loss: str, info: Mapping[str, Any], folder: Path) -> list[Path]:
-    """The report files for a held-out result (none for binary tasks yet)."""
-    if predictions is None or loss != "cross_entropy":
+    """The report files for a held-out result."""
+    if predictions is None:
         return []
-    outputs = predictions.outputs.numpy()
+    import torch
+
+    outputs = predictions.outputs.float()
+    targets = predictions.targets.numpy()
+    if loss == "bce_with_logits":
+        logits = outputs.reshape(-1)
+        probability = torch.sigmoid(logits).numpy()
+        targets = targets.astype(np.int64)  # 0/1 labels, stored as floats for the loss
+        return [roc_curve_png(targets, probability, folder / "heldout_roc_curve.png"),
+                predictions_csv(["target", "logit", "probability"], [targets, logits.numpy(), probability],
+                                folder / "heldout_predictions.csv")]
+    probabilities = torch.softmax(outputs, dim=1)
+    confidence, predicted = probabilities.max(dim=1)
     classes = [str(c) for c in info.get("classes", range(outputs.shape[1]))]
-    return [confusion_matrix_png(predictions.targets.numpy(), outputs.argmax(1), classes,
-                                 folder / "heldout_confusion_matrix.png")]
+    return [confusion_matrix_png(targets, predicted.numpy(), classes, folder / "heldout_confusion_matrix.png"),
+            predictions_csv(["target", "predicted", "probability"], [targets, predicted.numpy(), confidence.numpy()],
+                            folder / "heldout_predictions.csv")]

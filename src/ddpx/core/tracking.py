@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ddpx.core.components import Tracker
+from ddpx.core.components import DatasetRecord, Tracker
 from ddpx.core.config import flatten
 from ddpx.core.job import Job
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ddpx.core.registry import Registry
 
 
 def run_params(job: Job, *, device: str) -> dict[str, Any]:
@@ -56,6 +60,9 @@ def run_tags(job: Job, plugin_versions: Mapping[str, str]) -> dict[str, str]:
         "ddpx.run_dir": job.run_dir,
         "ddpx.plugins": ", ".join(f"{d}=={v}" for d, v in sorted(plugin_versions.items())),
     }
+    if job.parent_run_id:  # a sweep's trial: MLflow nests it under the sweep's run
+        tags["mlflow.parentRunId"] = job.parent_run_id
+    tags.update(job.tags)
     commit = git_commit()
     if commit:
         tags["mlflow.source.git.commit"] = commit
@@ -101,8 +108,12 @@ class GuardedTracker:
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         self._call("log metrics", lambda t: t.log_metrics(metrics, step))
 
-    def log_artifact(self, path: Path) -> None:
-        self._call(f"log the artifact {path.name}", lambda t: t.log_artifact(path))
+    def log_artifact(self, path: Path, folder: str | None = None) -> None:
+        self._call(f"log the artifact {path.name}", lambda t: t.log_artifact(path, folder))
+
+    def log_dataset(self, dataset: DatasetRecord) -> None:
+        if self._tracker is not None and hasattr(self._tracker, "log_dataset"):
+            self._call("record the dataset", lambda t: t.log_dataset(dataset))
 
     def finish(self, status: str, error: str | None = None) -> None:
         self._call("close the run", lambda t: t.finish(status, error))
@@ -120,3 +131,39 @@ def append_metrics(path: Path, record: Mapping[str, Any]) -> None:
     """One JSON line per epoch in the run folder."""
     with path.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(dict(record)) + "\n")
+
+
+def open_tracking_run(registry: "Registry", job: Job, warn: Callable[[str], None]) -> str | None:
+    """Open the job's tracking run in the launching process, before any rank starts.
+
+    It gets the params, tags and the resolved recipe; its id goes into the job (rank 0 continues
+    the run) and into the run folder's ``tracking.json`` (to close it if the ranks cannot).
+    """
+    spec = registry.get("trackers", job.tracking)
+    backend = registry.get("backends", job.backend)
+    tracker = GuardedTracker(spec.create(replace(job, system_metrics=False)), warn=warn)
+    versions = {i.distribution: i.version for i in registry.pm.info.values() if i.distribution and i.version}
+    tracker.start(run_name=Path(job.run_dir).name, params=run_params(job, device=backend.device_type),
+                  tags=run_tags(job, versions))
+    if tracker.run_id is None:
+        return None
+    tracker.log_artifact(job.paths.recipe_file)
+    job.tracking_run_id = tracker.run_id
+    write_tracking_file(job, tracker.run_id)
+    return tracker.run_id
+
+
+def write_tracking_file(job: Job, run_id: str) -> None:
+    job.paths.tracking_file.write_text(json.dumps({"tracker": job.tracking, "run_id": run_id}), encoding="utf-8")
+
+
+def close_tracking_run(registry: "Registry", job: Job, status: str, error: str) -> None:
+    """Mark the job's tracking run ``status`` with ``error`` (for ranks stopped before they could)."""
+    paths = job.paths
+    if not paths.tracking_file.is_file():
+        return
+    record = json.loads(paths.tracking_file.read_text(encoding="utf-8"))
+    quiet = replace(job, system_metrics=False)
+    tracker = GuardedTracker(registry.get("trackers", record["tracker"]).create(quiet), warn=lambda text: None)
+    tracker.start(run_name="", params={}, tags={}, resume_run_id=record["run_id"])
+    tracker.finish(status, error=error)

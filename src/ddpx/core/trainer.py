@@ -1,7 +1,8 @@
 """The training loop every rank runs: build, wrap in DDP, train, select, evaluate held-out.
 
-Per rank: seed; build the task's splits (identical everywhere); build the model and wrap it in
-DistributedDataParallel (which broadcasts rank 0's parameters, so every rank starts equal);
+Per rank: seed; build the task's splits (identical everywhere); build the model and wrap it with
+``train.wrapper`` (DDP by default, which broadcasts rank 0's parameters, so every rank starts
+equal; ``train.check_sync`` verifies after every step that they stay equal);
 each epoch ``set_epoch`` the sampler, train on this rank's share, evaluate dev exactly, keep the
 best weights on the dev metric and stop early after ``train.patience`` epochs without
 improvement; finally evaluate the held-out split with the best weights.
@@ -24,16 +25,18 @@ from typing import Any, Callable
 import numpy as np
 import torch
 import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel
 
 from ddpx.core.batching import training_batches
 from ddpx.core.checkpoint import load_model_weights, restore_rng_state, rng_state, save_checkpoint, strip_wrapper_prefixes, unwrap
 from ddpx.core.components import DataRequest, FitContext, FitResult, MetricSpec
+from ddpx.core.dataset_record import dataset_record
 from ddpx.core.distributed import RankEnv, all_reduce_sum, barrier
+from ddpx.core.sync_check import check_parameters_in_sync
 from ddpx.core.errors import UserError
 from ddpx.core.evaluation import evaluate
 from ddpx.core.job import Job
 from ddpx.core.losses import loss_function
+from ddpx.core.model_export import write_model_files
 from ddpx.core.progress import RankConsole
 from ddpx.core.registry import Registry
 from ddpx.core.reports import heldout_reports
@@ -149,6 +152,8 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
             f"the training split has {len(data.train)} samples but the job has {env.world_size} ranks; every rank "
             "needs at least one. Use fewer ranks (--nproc) or more data."
         )
+    if tracker:
+        tracker.log_dataset(dataset_record(task.name, data, cfg["dataset"], train["seed"]))
 
     model = model_spec.build({k: v for k, v in cfg["model"].items() if k != "name"}, data.info)
     if resume is not None:
@@ -158,7 +163,7 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
     model.to(device)
     if train["channels_last"]:
         model.to(memory_format=torch.channels_last)
-    ddp_model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    ddp_model = registry.get("wrappers", train["wrapper"]).wrap(model, device)
     step_model = torch.compile(ddp_model) if train["compile"] else ddp_model
     torch.manual_seed(train["seed"] + 1 + env.rank)  # ranks draw different dropout masks from here on
 
@@ -252,6 +257,8 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
                     scaler.update()
                     if scheduler is not None:
                         scheduler.step()
+                    if train["check_sync"]:
+                        check_parameters_in_sync(model, f"step {position.step + 1} of epoch {epoch}")
                     totals[0] += loss.detach().double() * targets.shape[0]
                     totals[1] += targets.shape[0]
                     position.step += 1
@@ -299,13 +306,17 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
         for path in heldout_reports(heldout.predictions, task.loss, data.info, paths.root / "reports"):
             if tracker:
                 tracker.log_artifact(path)
+        for path in write_model_files(paths.root / "model", selection.best_state, cfg, data.info):
+            if tracker:
+                tracker.log_artifact(path, "model")
     result = FitResult(
         heldout=heldout.as_metrics("heldout", metric.name),
         best_epoch=selection.best_epoch,
         epochs_run=position.epoch,
         wall_seconds=time.perf_counter() - started,
         heldout_samples=heldout.count,
-        extra={"metric": metric.name},
+        extra={"metric": metric.name, "greater_is_better": metric.greater_is_better,
+               f"best_dev_{metric.name}": selection.best[0] if selection.best else None},
     )
     registry.pm.hook.ddpx_fit_end(context=context, result=result)
     return result

@@ -64,4 +64,5 @@ def build_smiles_data(request: DataRequest, default_path: Callable[[], Path | No
         heldout=split(heldout),
         info={"vocab": vocabulary.to_list(), "pad_id": 0, "molecules": len(table.labels)},
         collate_fn=collate,
+        source=str(path.resolve()),
     )

@@ -2,6 +2,11 @@
 
 The store is ``--tracking-uri``, else ``MLFLOW_TRACKING_URI``, else MLflow's own default
 (``sqlite:///mlflow.db`` in the working directory). mlflow is imported only when a run starts.
+
+Besides params, metrics and artifacts, the run gets the dataset as an MLflow input (name,
+source, digest, and the split sizes as its profile) and, unless ``--no-system-metrics``, MLflow's
+own system metrics (CPU, memory, disk, network, and GPU where present) sampled on rank 0.
+``MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL`` sets their period in seconds (default 10).
 """
 
 from __future__ import annotations
@@ -11,10 +16,17 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ddpx import hookimpl
-from ddpx.core.components import TrackerSpec
+from ddpx.core.components import DatasetRecord, TrackerSpec
 from ddpx.core.job import Job
 
 MAX_PARAM_LENGTH = 6000
+SYSTEM_METRICS_INTERVAL_S = 10
+
+
+def _source_type(source: str) -> str:
+    if source.startswith(("http://", "https://")):
+        return "http"
+    return "local" if source.startswith("/") else "code"
 
 
 class MlflowTracker:
@@ -23,7 +35,9 @@ class MlflowTracker:
         self.experiment = job.experiment
         self.run_id: str | None = None
         self.experiment_id: str | None = None
+        self.system_metrics = job.system_metrics
         self._client: Any = None
+        self._monitor: Any = None
 
     def start(self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str],
               resume_run_id: str | None = None) -> None:
@@ -33,15 +47,20 @@ class MlflowTracker:
         from mlflow.entities import Param
         from mlflow.tracking import MlflowClient
 
+        from ddpx.core.mlflow_store import bound_http_retries, check_server, is_http, resolve_uri
+
         logging.getLogger("mlflow").setLevel(logging.WARNING)  # no schema-migration chatter
-        if self.uri:
-            mlflow.set_tracking_uri(self.uri)
-        self.uri = mlflow.get_tracking_uri()
+        self.uri = resolve_uri(self.uri)
+        if is_http(self.uri):
+            bound_http_retries()
+            check_server(self.uri)
+        mlflow.set_tracking_uri(self.uri)
         self._client = MlflowClient(self.uri)
         if resume_run_id:  # a resumed job continues its own run
             run = self._client.get_run(resume_run_id)
             self.run_id, self.experiment_id = run.info.run_id, run.info.experiment_id
             self._client.update_run(self.run_id, status="RUNNING")
+            self._start_system_metrics(resume=True)
             return
         experiment = self._client.get_experiment_by_name(self.experiment)
         self.experiment_id = (
@@ -52,6 +71,21 @@ class MlflowTracker:
         items = [Param(key, str(value)[:MAX_PARAM_LENGTH]) for key, value in sorted(params.items())]
         for start in range(0, len(items), 100):  # MLflow takes at most 100 params per batch
             self._client.log_batch(self.run_id, params=items[start : start + 100])
+        self._start_system_metrics(resume=False)
+
+    def _start_system_metrics(self, resume: bool) -> None:
+        if not self.system_metrics:
+            return
+        from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+
+        self._monitor = SystemMetricsMonitor(self.run_id, sampling_interval=SYSTEM_METRICS_INTERVAL_S,
+                                             resume_logging=resume, tracking_uri=self.uri)
+        self._monitor.start()
+
+    def _stop_system_metrics(self) -> None:
+        if self._monitor is not None:
+            self._monitor.finish()
+            self._monitor = None
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         from mlflow.entities import Metric
@@ -60,10 +94,20 @@ class MlflowTracker:
         batch = [Metric(key, float(value), now, step or 0) for key, value in metrics.items()]
         self._client.log_batch(self.run_id, metrics=batch)
 
-    def log_artifact(self, path: Path) -> None:
-        self._client.log_artifact(self.run_id, str(path))
+    def log_artifact(self, path: Path, folder: str | None = None) -> None:
+        self._client.log_artifact(self.run_id, str(path), artifact_path=folder)
+
+    def log_dataset(self, dataset: DatasetRecord) -> None:
+        import json
+
+        from mlflow.entities import Dataset, DatasetInput, InputTag
+
+        record = Dataset(name=dataset.name, digest=dataset.digest, source_type=_source_type(dataset.source),
+                         source=json.dumps({"uri": dataset.source}), profile=json.dumps(dict(dataset.splits)))
+        self._client.log_inputs(self.run_id, [DatasetInput(record, [InputTag("mlflow.data.context", "training")])])
 
     def finish(self, status: str, error: str | None = None) -> None:
+        self._stop_system_metrics()
         if error:
             self._client.set_tag(self.run_id, "ddpx.error", error[:5000])
         self._client.set_terminated(self.run_id, status=status)

@@ -22,7 +22,10 @@ class NoTracker:
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         pass
 
-    def log_artifact(self, path: Path) -> None:
+    def log_artifact(self, path: Path, folder: str | None = None) -> None:
+        pass
+
+    def log_dataset(self, dataset: Any) -> None:
         pass
 
     def finish(self, status: str, error: str | None = None) -> None:

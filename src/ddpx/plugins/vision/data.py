@@ -84,4 +84,7 @@ def build_image_splits(request: DataRequest, train_set, test_set, spec: ImageSpe
         else:
             made[name] = TransformedImages(images, targets, transform_pipeline(
                 spec.mean, spec.std, crop_padding=crop, flip=flip, size=spec.size))
-    return TaskData(train=made["train"], dev=made["dev"], heldout=made["heldout"], info={**info, "loader": loader})
+    from ddpx.plugins.vision.sources import dataset_root
+
+    return TaskData(train=made["train"], dev=made["dev"], heldout=made["heldout"], info={**info, "loader": loader},
+                    source=str(dataset_root(request.params)))

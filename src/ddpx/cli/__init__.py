@@ -1,0 +1,25 @@
+"""The ``ddpx`` command line. Each module adds its commands to the group in :mod:`ddpx.cli.app`:
+
+- ``run_commands``: ``ddpx recipe`` and ``ddpx sweep`` (they train);
+- ``recipe_commands``: ``ddpx recipes``, ``ddpx show``, ``ddpx cp``;
+- ``runs_command``: ``ddpx runs`` (a table of tracked runs);
+- ``plugin_commands``: ``ddpx plugins`` and ``ddpx plugins check``;
+- ``bench_commands``: ``ddpx bench``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ddpx.cli import plugin_commands, recipe_commands, run_commands, runs_command  # noqa: F401 - registers commands
+from ddpx.cli.app import cli
+
+__all__ = ["cli", "main"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli.main(args=argv, prog_name="ddpx")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

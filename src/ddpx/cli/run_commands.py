@@ -1,0 +1,100 @@
+"""``ddpx recipe`` (train one recipe) and ``ddpx sweep`` (train a grid of its variants)."""
+
+from __future__ import annotations
+
+import click
+
+from ddpx.cli.app import cli, registry_with_warnings
+from ddpx.cli.launch_options import launch_options, options_from
+from ddpx.core.errors import JobFailed
+
+RECIPE_EPILOG = """\b
+Examples:
+  ddpx recipe mlp_synthetic
+  ddpx recipe mlp_synthetic --launcher torchrun --nproc 2
+  ddpx recipe mlp_synthetic --nproc 3 train.lr=0.05 train.max_epochs=3
+  ddpx recipe ./my_recipe.toml --tracking none
+  ddpx recipe mlp_synthetic --resume auto     # continue the latest run
+  ddpx recipe bbbp_rnn --launcher slurm --nnodes 2 --nproc 4 --partition gpu --wait
+
+\b
+KEY=VALUE overrides any recipe key; `ddpx show NAME` lists them all.
+Runs land in MLflow (default store: ./mlflow.db; open with `mlflow ui`)
+and in a run folder under ./ddpx-runs/.
+"""
+
+
+
+@cli.command("recipe", epilog=RECIPE_EPILOG)
+@click.argument("name")
+@click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
+@launch_options
+@click.option("--resume", default=None, metavar="auto|PATH",
+              help="Continue the latest run of this recipe (auto) or from a checkpoint file.")
+@click.option("--dry-run", is_flag=True, help="Print the sbatch script and submit nothing (--launcher slurm).")
+def recipe_command(name, overrides, resume, dry_run, **values) -> None:
+    """Train recipe NAME (a built-in name or a .toml path) with DDP.
+
+    Every rank runs the same program; the held-out metric is computed exactly over the whole
+    held-out split, and the run is logged to MLflow.
+    """
+    from ddpx.core.launching import plan_job, run_job
+    from ddpx.core.recipes import resolve_recipe
+    from ddpx.core.summary import print_summary
+
+    registry = registry_with_warnings()
+    recipe = resolve_recipe(registry, name, overrides)
+    options = options_from(values, resume=resume, dry_run=dry_run)
+    job = plan_job(registry, recipe, options)
+    click.echo(f"ddpx: {recipe.name} on {job.world_size} rank(s), launcher {job.launcher}, backend {job.backend}")
+    summary = run_job(registry, recipe, job, options.run_dir, resume)
+    if summary is None and job.launcher_options.get("detached"):
+        return
+    if summary is None:
+        click.echo(f"ddpx: this machine's {job.nproc_per_node} rank(s) finished; global rank 0 ran on another "
+                   "machine, which reports the results and logged the run.")
+        return
+    print_summary(recipe.name, summary)
+
+
+SWEEP_EPILOG = """\b
+Examples:
+  ddpx sweep mlp_synthetic train.lr=0.03,0.1,0.3
+  ddpx sweep bbbp_rnn train.lr=0.001,0.003 model.hidden_size=64,128 --launcher torchrun
+  ddpx sweep mlp_synthetic train.lr=0.05,0.1 train.max_epochs=3 --dry-run
+
+\b
+KEY=V1,V2 sweeps a key; KEY=VALUE sets it for every trial. The trials are the
+grid of all swept values; each is a full distributed job, nested in MLflow
+under one parent run that records the best trial (chosen on the dev metric)
+and its held-out metric. A failed trial does not stop the sweep; the exit
+code is 1 when any trial failed.
+"""
+
+
+@cli.command("sweep", epilog=SWEEP_EPILOG)
+@click.argument("name")
+@click.argument("grid", nargs=-1, metavar="KEY=V1,V2... [KEY=VALUE]...")
+@launch_options
+@click.option("--dry-run", is_flag=True, help="List the trials and start nothing.")
+def sweep_command(name, grid, dry_run, **values) -> None:
+    """Train every combination of the swept values of recipe NAME, one job per trial."""
+    from ddpx.cli.sweep_report import print_trial, print_trials
+    from ddpx.core.sweep import plan_sweep, run_sweep
+
+    registry = registry_with_warnings()
+    options = options_from(values)
+    sweep = plan_sweep(registry, name, grid, options)
+    if dry_run:
+        print_trials(sweep, title=f"ddpx sweep {name}: {len(sweep.trials)} trial(s), nothing started")
+        return
+    first = sweep.trials[0].job
+    click.echo(f"ddpx: sweep of {sweep.trials[0].recipe.name}, {len(sweep.trials)} trial(s) on {first.world_size} "
+               f"rank(s) each, launcher {first.launcher}, backend {first.backend}")
+    run_sweep(registry, sweep, options, report=print_trial,
+              warn=lambda text: click.echo(f"Warning: {text}", err=True))
+    print_trials(sweep, title=f"ddpx sweep {sweep.trials[0].recipe.name}")
+    if sweep.failed:
+        raise JobFailed(f"{len(sweep.failed)} of {len(sweep.trials)} trial(s) failed: "
+                        + "; ".join(f"trial {t.number} ({t.label})" for t in sweep.failed)
+                        + ". Each failed trial's run folder holds its error.", 1)

@@ -1,0 +1,55 @@
+"""How ``ddpx sweep`` shows its trials: a line as each ends, a table of all of them."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from ddpx.cli.app import console
+from ddpx.core.sweep import Sweep, Trial
+
+
+def _metric_text(trial: Trial) -> str:
+    if not trial.summary:
+        return "-"
+    name = f"heldout_{trial.summary['extra']['metric']}"
+    return f"{name} {trial.summary['heldout'][name]:.4f}"
+
+
+def _error_text(error: str | None) -> str:
+    """The error's first line and, for a traceback, its last (the exception itself)."""
+    lines = [line.strip() for line in (error or "").splitlines() if line.strip()]
+    if not lines:
+        return "no error recorded"
+    return lines[0] if len(lines) == 1 else f"{lines[0]} {lines[-1]}"
+
+
+def print_trial(trial: Trial) -> None:
+    mark = "[green]done[/green]" if trial.status == "FINISHED" else "[red]FAILED[/red]"
+    detail = _metric_text(trial) if trial.status == "FINISHED" else _error_text(trial.error)
+    console().print(f"{mark} trial {trial.number} ({trial.label}): {detail}", highlight=False, soft_wrap=True)
+
+
+def print_trials(sweep: Sweep, title: str) -> None:
+    planned = all(t.status == "PENDING" for t in sweep.trials)
+    best = None if planned else sweep.best()
+    table = Table(title=title, title_justify="left")
+    table.add_column("trial", justify="right")
+    for key in sweep.grid:
+        table.add_column(key)
+    if not planned:
+        for column in ("status", "held-out", "run folder"):
+            table.add_column(column, overflow="fold")
+    for trial in sweep.trials:
+        row = [str(trial.number) + (" *" if trial is best else ""), *trial.overrides.values()]
+        if not planned:
+            row += [trial.status, _metric_text(trial), trial.job.run_dir or "-"]
+        table.add_row(*row)
+    out = console()
+    out.print(table)
+    if sweep.fixed:
+        out.print("every trial also sets: " + " ".join(sweep.fixed), highlight=False)
+    if best is not None:
+        out.print(f"* best trial on the dev metric: {best.number} ({best.label}), {_metric_text(best)}",
+                  highlight=False)
+    if sweep.parent_run_id:
+        out.print(f"MLflow parent run: {sweep.parent_run_id} (its trials are nested under it)", highlight=False)

@@ -1,0 +1,49 @@
+"""Built-in model wrappers (``train.wrapper``): how a model becomes data-parallel.
+
+- ``ddp`` (default): ``torch.nn.parallel.DistributedDataParallel`` — bucketed gradient
+  all-reduce overlapped with the backward pass.
+- ``allreduce``: a hand-made wrapper in the style the DDP tutorials build by hand — rank 0's
+  weights broadcast at the start, every gradient all-reduced and averaged from a hook on the
+  backward pass (:mod:`ddpx.plugins.wrappers.allreduce`). Same results as ``ddp``, slower: one
+  collective per parameter, no bucketing. For learning and comparison.
+- ``dp``: ``torch.nn.DataParallel``, one process driving every local GPU
+  (:mod:`ddpx.plugins.wrappers.data_parallel`). For comparison only; needs ``--nproc 1``.
+"""
+
+from __future__ import annotations
+
+from ddpx import hookimpl
+from ddpx.core.components import WrapperSpec
+
+
+def _ddp(model, device):
+    from torch.nn.parallel import DistributedDataParallel
+
+    return DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+
+
+def _allreduce(model, device):
+    from ddpx.plugins.wrappers.allreduce import AllReduceDataParallel
+
+    return AllReduceDataParallel(model)
+
+
+def _dp(model, device):
+    from ddpx.plugins.wrappers.data_parallel import wrap_data_parallel
+
+    return wrap_data_parallel(model, device)
+
+
+def _check_dp(job) -> None:
+    from ddpx.plugins.wrappers.data_parallel import check_data_parallel
+
+    check_data_parallel(job)
+
+
+@hookimpl
+def register_wrappers(register):
+    register(WrapperSpec("ddp", "DistributedDataParallel: bucketed all-reduce overlapped with backward", _ddp))
+    register(WrapperSpec("allreduce", "hand-made: broadcast at start, all-reduce each gradient from a hook",
+                         _allreduce))
+    register(WrapperSpec("dp", "torch.nn.DataParallel: one process over every local GPU (--nproc 1)", _dp,
+                         check=_check_dp))

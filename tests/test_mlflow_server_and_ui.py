@@ -1,0 +1,184 @@
+"""A sweep and a recipe tracked by a real ``mlflow server``, read back through its API, through
+``ddpx runs``, and in MLflow's own UI in Debian's chromium (headless, driven by Playwright).
+
+The screenshots are kept in ``$DDPX_TEST_ARTIFACTS`` (default ``test-artifacts/`` in the
+repository) for a person to look at.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from mlflow_server import mlflow_server
+
+from conftest import TEST_RECIPES
+
+TINY = str(TEST_RECIPES / "tiny_mlp.toml")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACTS = Path(os.environ.get("DDPX_TEST_ARTIFACTS", Path(__file__).parent.parent / "test-artifacts"))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with mlflow_server(tmp_path_factory.mktemp("mlflow-server")) as uri:
+        yield uri
+
+
+@pytest.fixture(scope="module")
+def tracked(server, tmp_path_factory):
+    """One recipe run and one two-trial sweep, both tracked by the server."""
+    import subprocess
+    import sys
+
+    from conftest import TEST_PLUGINS
+
+    workdir = tmp_path_factory.mktemp("work")
+    env = dict(os.environ, MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL="1", COLUMNS="200",
+               PYTHONPATH=str(TEST_PLUGINS))
+    env.pop("MLFLOW_TRACKING_URI", None)
+
+    def ddpx(*args):
+        return subprocess.run([sys.executable, "-m", "ddpx", *args, "--tracking-uri", server, "--experiment", "ui"],
+                              cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+
+    single = ddpx("recipe", TINY, "train.max_epochs=2", "train.lr=0.2")
+    assert single.returncode == 0, single.stdout + single.stderr
+    sweep = ddpx("sweep", TINY, "train.lr=0.05,0.1", "train.max_epochs=2")
+    assert sweep.returncode == 0, sweep.stdout + sweep.stderr
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(server)
+    experiment = client.get_experiment_by_name("ui")
+    runs = client.search_runs([experiment.experiment_id])
+    parent = next(r for r in runs if r.data.tags.get("ddpx.sweep") == "parent")
+    trials = sorted((r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id),
+                    key=lambda r: int(r.data.tags["ddpx.sweep.trial"]))
+    return dict(client=client, experiment_id=experiment.experiment_id, runs=runs, parent=parent, trials=trials,
+                sweep_output=sweep.stdout, env=env, workdir=workdir)
+
+
+def test_sweep_nests_its_trials_and_records_the_best(tracked):
+    parent, trials = tracked["parent"], tracked["trials"]
+    assert len(tracked["runs"]) == 4 and len(trials) == 2
+    assert [t.data.params["train.lr"] for t in trials] == ["0.05", "0.1"]
+    assert parent.info.status == "FINISHED" and all(t.info.status == "FINISHED" for t in trials)
+    assert parent.data.params["sweep.keys"] == "train.lr" and parent.data.params["sweep.train.lr"] == "0.05,0.1"
+    # the best trial is the one with the best dev metric; the parent records its held-out metric
+    dev = [max(m.value for m in tracked["client"].get_metric_history(t.info.run_id, "dev_accuracy")) for t in trials]
+    best = trials[dev.index(max(dev))]
+    assert parent.data.metrics["best_trial"] == float(best.data.tags["ddpx.sweep.trial"])
+    assert parent.data.metrics["best_heldout_accuracy"] == best.data.metrics["heldout_accuracy"]
+    assert "best trial on the dev metric" in tracked["sweep_output"]
+
+
+def test_every_run_records_params_artifacts_dataset_and_system_metrics(tracked, tmp_path):
+    client = tracked["client"]
+    children = [r for r in tracked["runs"] if r.data.tags.get("ddpx.sweep") != "parent"]
+    for run in children:
+        params = run.data.params
+        for name in ("train.lr", "train.batch_size", "world_size", "global_batch_size", "task", "model.name"):
+            assert name in params
+        assert params["global_batch_size"] == str(int(params["train.batch_size"]) * int(params["world_size"]))
+        assert any(name.startswith("system/cpu_utilization") for name in run.data.metrics)
+        assert any(name.startswith("system/system_memory") for name in run.data.metrics)
+        (dataset_input,) = run.inputs.dataset_inputs
+        dataset = dataset_input.dataset
+        assert dataset.name == "mlp_synthetic" and len(dataset.digest) == 16
+        assert json.loads(dataset.profile) == {"train": 1200, "dev": 300, "heldout": 301}
+        top = {a.path for a in client.list_artifacts(run.info.run_id)}
+        assert {"recipe.toml", "heldout_confusion_matrix.png", "heldout_predictions.csv", "model"} <= top
+    # the best model's artifacts rebuild a model that predicts what the run reported
+    run = children[0]
+    folder = Path(client.download_artifacts(run.info.run_id, "model", str(tmp_path)))
+    from ddpx.core.model_export import load_model
+
+    model = load_model(folder)
+    csv_path = Path(client.download_artifacts(run.info.run_id, "heldout_predictions.csv", str(tmp_path)))
+    rows = csv_path.read_text().splitlines()
+    assert rows[0] == "index,target,predicted,probability" and len(rows) == 1 + 301
+    assert model.training is False and sum(p.numel() for p in model.parameters()) > 0
+
+
+def test_ddpx_runs_lists_the_server_runs(tracked, server):
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "ddpx", "runs", "--tracking-uri", server, "--experiment", "ui",
+                          "--sort", "heldout_accuracy", "--json"], env=tracked["env"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    listing = json.loads(out.stdout)
+    trials = [r for r in listing["runs"] if r["sweep"].startswith("trial")]
+    assert len(listing["runs"]) == 4 and len(trials) == 2
+    values = [r["metrics"]["heldout_accuracy"] for r in listing["runs"] if "heldout_accuracy" in r["metrics"]]
+    assert values == sorted(values, reverse=True)
+    table = subprocess.run([sys.executable, "-m", "ddpx", "runs", "--tracking-uri", server, "--experiment", "ui"],
+                           env=tracked["env"], capture_output=True, text=True, timeout=120)
+    assert table.returncode == 0 and "train.lr" in table.stdout and "heldout_accuracy" in table.stdout
+    assert f"{server}/#/experiments/{tracked['experiment_id']}/runs" in table.stdout
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if CHROMIUM is None:
+        if os.environ.get("DDPX_REQUIRE_BROWSER"):
+            pytest.fail("chromium is not installed; .ci/run installs Debian's chromium package")
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        yield chromium
+        chromium.close()
+
+
+# MLflow's compare page draws metric names and values as two virtualised grids whose cells
+# line up by their `top` offset: read the values in the same row as the metric's name.
+METRIC_VALUES_JS = """(name) => {
+  const link = [...document.querySelectorAll('a')].find(a => a.textContent.trim() === name);
+  const row = link.closest('div[style*="top"]');
+  const grids = [...document.querySelectorAll('.ReactVirtualized__Grid')];
+  const values = grids[grids.indexOf(link.closest('.ReactVirtualized__Grid')) + 1];
+  return [...values.querySelectorAll('div[style*="top"]')].filter(d => d.style.top === row.style.top)
+    .map(d => d.innerText.trim());
+}"""
+
+
+def _screenshot(page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name))
+
+
+def test_ui_runs_page_shows_the_sweep_and_its_trials(tracked, server, browser):
+    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    page.goto(f"{server}/#/experiments/{tracked['experiment_id']}/runs")
+    parent_name = tracked["parent"].info.run_name
+    parent_row = page.locator("[role=row]", has_text=parent_name)
+    parent_row.first.wait_for(timeout=60_000)
+    # MLflow folds a parent's child runs under it: unfold them
+    parent_row.first.locator("button[data-component-id*=runnamecellrenderer]").click()
+    for trial in tracked["trials"]:
+        page.get_by_text(trial.info.run_name, exact=True).first.wait_for(timeout=30_000)
+    _screenshot(page, "mlflow-runs-page.png")
+    page.close()
+
+
+def test_ui_compare_page_shows_differing_params_and_heldout_metric(tracked, server, browser):
+    trials = tracked["trials"]
+    runs = json.dumps([t.info.run_id for t in trials], separators=(",", ":"))
+    page = browser.new_page(viewport={"width": 1600, "height": 2400})
+    page.goto(f"{server}/#/compare-runs?runs={runs}&experiments={json.dumps([tracked['experiment_id']])}")
+    page.get_by_text("Comparing 2 Runs").wait_for(timeout=60_000)
+    params_row = page.locator("tr").filter(has=page.get_by_text("train.lr", exact=True)).last
+    params_row.wait_for(timeout=30_000)
+    assert {"0.05", "0.1"} <= set(params_row.inner_text().split())
+    page.get_by_text("heldout_accuracy", exact=True).wait_for(timeout=30_000)
+    shown = page.evaluate(METRIC_VALUES_JS, "heldout_accuracy")  # the metric's row in the values grid
+    assert shown == [f"{t.data.metrics['heldout_accuracy']:.3f}".rstrip("0").rstrip(".") for t in trials]
+    params_row.scroll_into_view_if_needed()
+    _screenshot(page, "mlflow-compare-page.png")
+    page.close()

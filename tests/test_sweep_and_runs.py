@@ -1,0 +1,68 @@
+"""``ddpx sweep`` (grid, failed trials, dry run) and ``ddpx runs`` on a local MLflow store."""
+
+import json
+
+from mlflow.tracking import MlflowClient
+
+from conftest import TEST_RECIPES
+
+TINY = str(TEST_RECIPES / "tiny_mlp.toml")
+
+
+def test_dry_run_lists_the_grid_and_starts_nothing(run_ddpx):
+    result = run_ddpx("sweep", TINY, "train.lr=0.05,0.1,0.2", "model.dim_hidden=16,32", "train.max_epochs=1",
+                      "--dry-run")
+    assert result.returncode == 0, result.output
+    assert "6 trial(s), nothing started" in result.stdout and "every trial also sets: train.max_epochs=1" in result.stdout
+    lines = [line for line in result.stdout.splitlines() if line.startswith("│")]
+    assert len(lines) == 6 and "0.2" in lines[-1] and "32" in lines[-1]
+    assert result.run_dirs() == [] and not (result.cwd / "mlflow.db").exists()
+
+
+def test_a_bad_value_in_any_trial_is_an_error_before_anything_starts(run_ddpx):
+    result = run_ddpx("sweep", TINY, "train.lr=0.1,-1")
+    assert result.returncode == 2 and "train.lr" in result.stderr and "Traceback" not in result.output
+    assert result.run_dirs() == []
+    no_grid = run_ddpx("sweep", TINY, "train.lr=0.1")
+    assert no_grid.returncode == 2 and "KEY=V1,V2" in no_grid.stderr
+
+
+def test_a_failed_trial_is_marked_failed_and_the_sweep_goes_on(run_ddpx, tracking_uri, experiment):
+    result = run_ddpx("sweep", TINY, "task=failing_on_rank1,mlp_synthetic", "train.max_epochs=1",
+                      "--tracking-uri", tracking_uri, "--experiment", experiment, "--no-system-metrics",
+                      plugins=("ddpx_testplug_failing",))
+    assert result.returncode == 1, result.output
+    assert "1 of 2 trial(s) failed: trial 1 (task=failing_on_rank1)" in result.stderr
+    assert "done trial 2" in result.stdout and "Traceback" not in result.stdout
+    assert "FAILED trial 1 (task=failing_on_rank1): the job failed on rank 1" in result.stdout
+    assert "RuntimeError: deliberate failure on rank 1" in result.stdout
+    client = MlflowClient(tracking_uri)
+    runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    by_trial = {r.data.tags.get("ddpx.sweep.trial"): r for r in runs}
+    parent = by_trial.pop(None)
+    assert parent.info.status == "FAILED" and parent.data.metrics["trials_failed"] == 1
+    assert by_trial["1"].info.status == "FAILED" and "deliberate failure" in by_trial["1"].data.tags["ddpx.error"]
+    assert by_trial["2"].info.status == "FINISHED"
+    assert parent.data.metrics["best_trial"] == 2
+    assert parent.data.metrics["best_heldout_accuracy"] == by_trial["2"].data.metrics["heldout_accuracy"]
+    assert all(r.data.tags["mlflow.parentRunId"] == parent.info.run_id for r in by_trial.values())
+    assert not any(k.startswith("system/") for r in runs for k in r.data.metrics)  # --no-system-metrics
+
+    listed = run_ddpx("runs", "--tracking-uri", tracking_uri, "--experiment", experiment, "--json")
+    assert listed.returncode == 0, listed.output
+    rows = json.loads(listed.stdout)["runs"]
+    assert sorted(r["sweep"] for r in rows) == ["parent", "trial 1", "trial 2"]
+    table = run_ddpx("runs", "--tracking-uri", tracking_uri, "--experiment", experiment, "--recipe", "tiny_mlp",
+                     "--sort", "heldout_accuracy")
+    assert table.returncode == 0 and "FAILED" in table.stdout and "mlflow ui --backend-store-uri" in table.stdout
+
+
+def test_runs_explains_a_missing_store_experiment_or_metric(run_ddpx, tmp_path, tracking_uri):
+    missing = run_ddpx("runs", "--tracking-uri", f"sqlite:///{tmp_path / 'nothing.db'}")
+    assert missing.returncode == 2 and "there is no MLflow store" in missing.stderr
+    assert not (tmp_path / "nothing.db").exists()
+    unknown = run_ddpx("runs", "--tracking-uri", tracking_uri, "--experiment", "no-such-experiment")
+    assert unknown.returncode == 2 and "there is no experiment 'no-such-experiment'" in unknown.stderr
+    down = run_ddpx("runs", "--tracking-uri", "http://127.0.0.1:9")
+    assert down.returncode == 2 and "no MLflow server answers at http://127.0.0.1:9" in down.stderr
+    assert "Traceback" not in missing.output + unknown.output + down.output

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -87,9 +88,14 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:
+        reason = type(exc).__name__
+        refused = re.search(r"Unsupported global: GLOBAL [\w.]+", str(exc))  # a pickled object, refused
+        if refused:
+            reason += f": {refused.group(0)}"
         raise UserError(
-            f"checkpoint '{path}' cannot be read safely ({type(exc).__name__}: {str(exc).splitlines()[0]}). "
-            "It is corrupt, truncated, or holds pickled objects; ddpx loads only tensors and plain values."
+            f"checkpoint '{path}' cannot be read safely ({reason}). It is corrupt, truncated, not a PyTorch file, "
+            "or holds pickled objects; ddpx loads only tensors and plain values (torch.load weights_only=True). "
+            "Point --resume or train.init_from to a last.pt or best.pt written by ddpx, or to a plain state dict."
         ) from None
     if not isinstance(state, dict):
         raise UserError(f"checkpoint '{path}' holds a {type(state).__name__}, not a state dict or a ddpx checkpoint.")

@@ -93,9 +93,11 @@ class TaskSpec:
     ``loss`` is ``"cross_entropy"`` (integer class targets, logits of shape ``(N, C)``) or
     ``"bce_with_logits"`` (0/1 targets, logits of shape ``(N,)``). ``metric`` names a
     registered metric, used for model selection on the dev split and reported on held-out.
-    ``params`` declares the task's ``dataset.*`` keys. ``check(params)``, when given, runs in the
-    launching process before any rank starts and raises :class:`~ddpx.core.errors.UserError` for
-    settings that cannot work (a missing file, a missing optional dependency).
+    ``params`` declares the task's ``dataset.*`` keys. ``check(params)`` — or
+    ``check(params, world_size)`` when it needs the number of ranks — runs in the launching
+    process before any rank starts and raises :class:`~ddpx.core.errors.UserError` for settings
+    that cannot work (a missing or unreadable file, a missing optional dependency, fewer
+    training samples than ranks).
     """
 
     name: str

@@ -1,14 +1,17 @@
 """Failures of ranks, recorded in the run folder and reported once.
 
 Every rank that fails writes ``failures/rank-N.json``. The launcher, whatever started the
-ranks, reads them back and reports the earliest one — the cause, not the echoes of it on the
-other ranks — as one message: a user mistake as its paragraph, anything else with its
-traceback, shown once.
+ranks, reads them back and reports the cause, not the echoes of it on the other ranks, as one
+message: a user mistake as its paragraph, anything else with its traceback, shown once. The
+cause is a user mistake on any rank if there is one; else the earliest failure that is not a
+peer's connection dropping (what the other ranks see when one rank dies inside a collective);
+else the earliest failure.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 import traceback
 
@@ -36,6 +39,15 @@ def record_failure(run_dir: RunDir, rank: int, exc: BaseException) -> None:
         pass
 
 
+_ECHO = re.compile(r"Connection closed by peer|Connection reset by peer|Broken pipe|communicator was aborted|"
+                   r"Socket Timeout|ProcessGroup.*(aborted|shut ?down)", re.IGNORECASE)
+
+
+def _cause_order(record: dict) -> tuple:
+    echo = bool(_ECHO.search(record.get("message", "")))
+    return (not record["user_error"], echo, record["time"], record["rank"])
+
+
 def read_failures(run_dir: RunDir) -> list[dict]:
     records = []
     if run_dir.failures.is_dir():
@@ -44,11 +56,11 @@ def read_failures(run_dir: RunDir) -> list[dict]:
                 records.append(json.loads(path.read_text(encoding="utf-8")))
             except (OSError, ValueError):
                 continue
-    return sorted(records, key=lambda r: (r["time"], r["rank"]))
+    return sorted(records, key=_cause_order)
 
 
 def job_failure(run_dir: RunDir, exit_code: int, fallback: str) -> JobFailed:
-    """The error to show for a failed job: the first rank's failure, or ``fallback``."""
+    """The error to show for a failed job: the failure that caused it, or ``fallback``."""
     records = read_failures(run_dir)
     if not records:
         return JobFailed(fallback, exit_code or 1)

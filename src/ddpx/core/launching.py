@@ -76,8 +76,14 @@ def plan_job(registry: Registry, recipe: Recipe, options: LaunchOptions) -> Job:
     resume_from = None
     if options.resume and options.resume != "auto":
         from ddpx.core.checkpoint import load_checkpoint
+        from ddpx.core.resume import check_resumable
 
-        load_checkpoint(options.resume)  # a missing or unreadable checkpoint is an error now, not later
+        # a missing, unreadable or foreign checkpoint is an error now, not in every rank
+        check_resumable(load_checkpoint(options.resume), options.resume, recipe.config)
+    if recipe.train["init_from"]:
+        from ddpx.core.checkpoint import load_checkpoint
+
+        load_checkpoint(recipe.train["init_from"])  # safe to read, before any rank tries
         resume_from = str(Path(options.resume).resolve())
 
     gpus = local_gpu_count()
@@ -124,8 +130,39 @@ def plan_job(registry: Registry, recipe: Recipe, options: LaunchOptions) -> Job:
     if wrapper.check is not None:
         wrapper.check(job)
     if recipe.task.check is not None:
-        recipe.task.check(recipe.config["dataset"])
+        _call_task_check(recipe.task.check, recipe.config["dataset"], job.world_size)
+    if options.master_port is not None and options.node_rank == 0 and not remote:
+        check_port_free(options.master_addr, options.master_port)
     return job
+
+
+def _call_task_check(check, params, world_size: int) -> None:
+    import inspect
+
+    try:
+        takes_world_size = len(inspect.signature(check).parameters) >= 2
+    except (TypeError, ValueError):
+        takes_world_size = False
+    if takes_world_size:
+        check(params, world_size)
+    else:
+        check(params)
+
+
+def check_port_free(host: str, port: int) -> None:
+    """A rendezvous port that another program holds is a usage error before anything starts."""
+    import socket
+
+    if not 0 < port < 65536:
+        raise UserError(f"--master-port must be between 1 and 65535, not {port}.")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host if host not in ("localhost",) else "127.0.0.1", port))
+        except OSError as exc:
+            if exc.errno == 99:  # not an address of this machine: another node's, for multi-node
+                return
+            raise UserError(f"--master-port {port} on {host} is already in use by another program ({exc.strerror}). "
+                            "Choose another port, or leave --master-port out to let ddpx pick a free one.") from None
 
 
 def prepare_run_dir(recipe: Recipe, job: Job, run_dir_base: str | None, resume: str | None) -> RunDir:
@@ -158,10 +195,16 @@ def run_job(registry: Registry, recipe: Recipe, job: Job, run_dir_base: str | No
     # A resumed job continues the run its checkpoint names. With several machines, whichever one
     # holds global rank 0 (torchrun's rendezvous decides) opens the run from inside the job.
     if resume is None and job.nnodes == 1:
-        open_tracking_run(registry, job, warn=lambda text: print(f"Warning: {text}", file=sys.stderr))
+        if open_tracking_run(registry, job, warn=lambda text: print(f"Warning: {text}", file=sys.stderr)) is None \
+                and job.tracking != "none":
+            job.tracking = "none"  # said once here; the ranks train untracked instead of failing again
     job.save()
     launcher = registry.get("launchers", job.launcher)
-    status = launcher.launch(job)
+    try:
+        status = launcher.launch(job)
+    except UserError as exc:
+        close_tracking_run(registry, job, "FAILED", exc.message)
+        raise
     if paths.stopped_file.is_file() and not paths.summary_file.is_file():
         reason = json.loads(paths.stopped_file.read_text(encoding="utf-8"))["reason"]
         raise JobFailed(f"the run {reason}. Continue it with `ddpx recipe {recipe.requested} --resume auto`.", 75)

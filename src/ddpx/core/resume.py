@@ -33,18 +33,23 @@ def load_resume_state(job: Job, world_size: int) -> dict[str, Any] | None:
     if source is None:
         return None
     state = load_checkpoint(source)
-    missing = {"model", "optimizer", "epoch", "ranks"} - set(state)
-    if missing:
-        raise UserError(f"checkpoint '{source}' cannot resume a run: it lacks {', '.join(sorted(missing))}. "
-                        "Use a last.pt written by ddpx, or start the run afresh.")
-    if state.get("recipe", {}).get("model") != job.config["model"]:
-        raise UserError(f"checkpoint '{source}' was written for another model ({state.get('recipe', {}).get('model')}); "
-                        "resume it with the recipe that wrote it.")
+    check_resumable(state, source, job.config)
     if state.get("step", 0) and len(state["ranks"]) != world_size:
         raise UserError(f"checkpoint '{source}' stopped inside an epoch with {len(state['ranks'])} ranks; resume it "
                         f"with the same number of ranks (this job has {world_size}).")
     state["source"] = str(source)
     return state
+
+
+def check_resumable(state: dict[str, Any], source: Path | str, config: dict[str, Any]) -> None:
+    """A checkpoint a run can continue from: ddpx's training state, for this recipe's model."""
+    missing = {"model", "optimizer", "epoch", "ranks"} - set(state)
+    if missing:
+        raise UserError(f"checkpoint '{source}' cannot resume a run: it lacks {', '.join(sorted(missing))}. "
+                        "Use a last.pt written by ddpx, or start the run afresh.")
+    if state.get("recipe", {}).get("model") != config["model"]:
+        raise UserError(f"checkpoint '{source}' was written for another model ({state.get('recipe', {}).get('model')}); "
+                        "resume it with the recipe that wrote it.")
 
 
 def latest_run_dir(recipe_name: str, base: str | None) -> RunDir | None:

@@ -23,7 +23,9 @@ def command(job: Job) -> list[str]:
     """The torchrun command line for ``job``."""
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={job.nproc_per_node}",
            f"--max-restarts={job.max_restarts}"]
-    if job.nnodes == 1 and not job.rdzv_endpoint:
+    if job.nnodes == 1 and not job.rdzv_endpoint and job.master_port:
+        cmd += ["--nnodes=1", "--rdzv-backend=c10d", f"--rdzv-endpoint={job.master_addr}:{job.master_port}"]
+    elif job.nnodes == 1 and not job.rdzv_endpoint:
         cmd.append("--standalone")
     else:
         cmd += [f"--nnodes={job.nnodes}", "--rdzv-backend=c10d", f"--rdzv-endpoint={job.rdzv_endpoint}",

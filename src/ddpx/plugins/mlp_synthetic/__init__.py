@@ -52,10 +52,21 @@ def recipe_path() -> Path:
     return Path(str(resources.files("ddpx") / "recipes" / "mlp_synthetic.toml"))
 
 
+def check_sizes(params, world_size):
+    """Before launch: every rank needs at least one training sample."""
+    from ddpx.core.errors import UserError
+
+    if params["train_size"] < world_size:
+        raise UserError(f"dataset.train_size={params['train_size']} gives fewer training samples than the job's "
+                        f"{world_size} ranks; every rank needs at least one. Use fewer ranks (--nproc) or a larger "
+                        "dataset.train_size.")
+
+
 @hookimpl
 def register_tasks(register):
     register(TaskSpec("mlp_synthetic", "32-class Gaussian clusters with label noise (known ceiling)",
-                      build_data, loss="cross_entropy", metric="accuracy", params=DATASET_PARAMS))
+                      build_data, loss="cross_entropy", metric="accuracy", params=DATASET_PARAMS,
+                      check=check_sizes))
 
 
 @hookimpl

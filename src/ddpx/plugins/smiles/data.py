@@ -23,7 +23,8 @@ def dataset_path(params: Mapping[str, Any], default_path: Callable[[], Path | No
 
 
 def check_smiles_params(params: Mapping[str, Any], default_path: Callable[[], Path | None], missing_hint: str) -> None:
-    """Before launch: the file exists (or will be downloaded) and RDKit is there when needed."""
+    """Before launch: the file exists (or will be downloaded), reads as a CSV with the needed
+    columns and both labels, and RDKit is there when needed."""
     path = dataset_path(params, default_path)
     if params["download"] and not params["url"]:
         raise UserError("dataset.download=true needs dataset.url=URL to download from.")
@@ -33,6 +34,8 @@ def check_smiles_params(params: Mapping[str, Any], default_path: Callable[[], Pa
         require_rdkit("dataset.split=scaffold")
     if params["canonicalize"]:
         require_rdkit("dataset.canonicalize=true")
+    if path.is_file():  # an empty, binary or mislabelled file is a usage error now, not in every rank
+        read_smiles_csv(path, params["smiles_column"], params["label_column"], strict=params["strict"])
 
 
 def build_smiles_data(request: DataRequest, default_path: Callable[[], Path | None], missing_hint: str) -> TaskData:

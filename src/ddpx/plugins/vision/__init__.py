@@ -61,6 +61,10 @@ def check_mnist(params):
     root = dataset_root(params)
     if not params["download"] and mnist_missing(root):
         raise missing_data_error("mnist_convnet", "MNIST", root, mnist_missing(root), "MNIST/raw")
+    if not mnist_missing(root):
+        from ddpx.plugins.vision.file_checks import check_mnist_files
+
+        check_mnist_files(root / "MNIST" / "raw")
 
 
 def check_cifar10(params):
@@ -69,6 +73,11 @@ def check_cifar10(params):
     root = dataset_root(params)
     if not params["download"] and cifar_missing(root):
         raise missing_data_error("cifar10_resnet18", "CIFAR-10", root, cifar_missing(root), "cifar-10-batches-py")
+    if not cifar_missing(root):
+        from ddpx.plugins.vision.file_checks import check_cifar_files
+        from ddpx.plugins.vision.sources import CIFAR_FILES
+
+        check_cifar_files(root / "cifar-10-batches-py", CIFAR_FILES)
 
 
 def build_convnet(params, info):

@@ -1,0 +1,147 @@
+"""Bad input, table-driven: the real CLI on each mistake gives one clear message naming the fix,
+a non-zero exit code (2 for what is caught before launch), no traceback, no orphan process, and
+in MLflow either no run (caught before launch) or one run marked FAILED with the error."""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pytest
+import torch
+from mlflow.tracking import MlflowClient
+
+from conftest import TEST_RECIPES, processes_with_marker
+from image_files import write_mnist
+from smiles_files import write_smiles_csv
+
+TINY = str(TEST_RECIPES / "tiny_mlp.toml")
+
+
+@dataclass
+class Case:
+    args: list[str]
+    fragment: str  # the message names the problem and the fix
+    exit_code: int = 2
+    failed_run: bool = False  # True: a launched job, recorded in MLflow as FAILED
+    files: Callable[[Path], None] = lambda folder: None
+    env: dict = field(default_factory=dict)
+
+
+def _write(name: str, data: bytes) -> Callable[[Path], None]:
+    return lambda folder: (folder / name).write_bytes(data)
+
+
+def _smiles(name: str, **kwargs) -> Callable[[Path], None]:
+    return lambda folder: write_smiles_csv(folder / name, **kwargs)
+
+
+def _one_class(folder: Path) -> None:
+    rows = ["num,name,p_np,smiles"] + [f"{i},m{i},1,C{'C' * (i % 7)}O" for i in range(60)]
+    (folder / "one_class.csv").write_text("\n".join(rows) + "\n")
+
+
+def _mnist_cut(folder: Path) -> None:
+    raw = write_mnist(folder / "images", n_train=60, n_test=20) / "MNIST" / "raw"
+    images = raw / "train-images-idx3-ubyte"
+    images.write_bytes(images.read_bytes()[:-100])
+
+
+def _checkpoints(folder: Path) -> None:
+    (folder / "corrupt.pt").write_bytes(b"PK\x03\x04 not really a checkpoint")
+    torch.save({"weights": torch.zeros(3)}, folder / "foreign.pt")
+
+    class Payload:
+        def __reduce__(self):
+            return (print, ("arbitrary code ran",))
+
+    torch.save({"model": Payload()}, folder / "pickled.pt")
+
+
+BBBP = ["recipe", "bbbp_rnn", "train.max_epochs=1"]
+CASES = {
+    "unknown recipe": Case(["recipe", "no_such_recipe"], "unknown recipe 'no_such_recipe'. Available:"),
+    "unknown task": Case(["recipe", TINY, "task=no_such_task"], "unknown task 'no_such_task'"),
+    "unknown launcher": Case(["recipe", TINY, "--launcher", "mpirun"], "unknown launcher 'mpirun'"),
+    "unknown backend": Case(["recipe", TINY, "--backend", "mpi"], "unknown backend 'mpi'"),
+    "unknown wrapper": Case(["recipe", TINY, "train.wrapper=fsdp"], "unknown wrapper 'fsdp'"),
+    "unknown plugin": Case(["plugins", "check", "no_such_plugin"], "no plugin or distribution called 'no_such_plugin'"),
+    "unknown key": Case(["recipe", TINY, "train.lrr=0.1"], "Did you mean 'train.lr'?"),
+    "mistyped value": Case(["recipe", TINY, "train.lr=fast"], "'train.lr' must be a number, not 'fast'"),
+    "zero batch size": Case(["recipe", TINY, "train.batch_size=0"], "'train.batch_size' must be at least 1"),
+    "negative batch size": Case(["recipe", TINY, "train.batch_size=-8"], "'train.batch_size' must be at least 1"),
+    "zero lr": Case(["recipe", TINY, "train.lr=0"], "'train.lr' must be greater than 0"),
+    "negative lr": Case(["recipe", TINY, "train.lr=-0.1"], "'train.lr' must be greater than 0"),
+    "zero nproc": Case(["recipe", TINY, "--nproc", "0"], "--nproc must be at least 1"),
+    "negative nproc": Case(["recipe", TINY, "--nproc", "-2"], "--nproc must be at least 1"),
+    "more ranks than samples": Case(["recipe", TINY, "dataset.train_size=2", "--nproc", "3"],
+                                    "fewer training samples than the job's 3 ranks"),
+    "nccl without GPUs": Case(["recipe", TINY, "--backend", "nccl"], "Use --backend gloo"),
+    "malformed recipe file": Case(["recipe", "broken.toml"], "is not valid TOML",
+                                  files=_write("broken.toml", b'name = "x"\ntask = "mlp_synthetic\n')),
+    "missing dataset file": Case([*BBBP, "dataset.path=absent.csv"], "does not exist"),
+    "empty dataset file": Case([*BBBP, "dataset.path=empty.csv"], "is empty", files=_write("empty.csv", b"")),
+    "binary dataset file": Case([*BBBP, "dataset.path=blob.csv"], "is not UTF-8 text",
+                                files=_write("blob.csv", bytes(range(256)) * 8)),
+    "truncated image file": Case(["recipe", "mnist_convnet", "dataset.root=images"], "is truncated",
+                                 files=_mnist_cut),
+    "csv without the label column": Case([*BBBP, "dataset.path=m.csv", "dataset.label_column=bbb"],
+                                         "has no column 'bbb'", files=_smiles("m.csv", n=40)),
+    "csv with one class only": Case([*BBBP, "dataset.path=one_class.csv"], "has only label 1", files=_one_class),
+    "corrupt checkpoint": Case(["recipe", TINY, "--resume", "corrupt.pt"], "cannot be read safely",
+                               files=_checkpoints),
+    "foreign checkpoint": Case(["recipe", TINY, "--resume", "foreign.pt"], "cannot resume a run: it lacks",
+                               files=_checkpoints),
+    "checkpoint with pickled objects": Case(["recipe", TINY, "train.init_from=pickled.pt"],
+                                            "Unsupported global: GLOBAL print", files=_checkpoints),
+    "download that fails in the ranks": Case(
+        [*BBBP, "dataset.path=later.csv", "dataset.download=true", "dataset.url=http://127.0.0.1:9/BBBP.csv"],
+        "could not download http://127.0.0.1:9/BBBP.csv", exit_code=1, failed_run=True),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bad_input(name, run_ddpx, tmp_path, tracking_uri, experiment):
+    case = CASES[name]
+    case.files(tmp_path)
+    tracking = ["--tracking-uri", tracking_uri, "--experiment", experiment] if case.args[0] == "recipe" else []
+    result = run_ddpx(*case.args, *tracking, env=case.env)
+    assert result.returncode == case.exit_code, result.output
+    assert case.fragment in result.stderr, result.stderr
+    assert [line.startswith("Error:") for line in result.stderr.splitlines()].count(True) == 1, result.stderr
+    assert "Traceback" not in result.output, result.output
+    assert processes_with_marker(result.marker) == []
+    client = MlflowClient(tracking_uri)
+    found = client.get_experiment_by_name(experiment)
+    runs = client.search_runs([found.experiment_id]) if found else []
+    if case.failed_run:
+        (run,) = runs
+        assert run.info.status == "FAILED" and case.fragment in run.data.tags["ddpx.error"]
+    else:
+        assert runs == [], "an error caught before launch must not leave a run"
+        assert result.run_dirs() == []
+
+
+def test_busy_master_port_is_refused_before_launch(run_ddpx):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = str(holder.getsockname()[1])
+        for launcher in ("spawn", "torchrun"):
+            result = run_ddpx("recipe", TINY, "--tracking", "none", "--launcher", launcher, "--master-port", port)
+            assert result.returncode == 2, result.output
+            assert f"--master-port {port} on 127.0.0.1 is already in use" in result.stderr
+            assert "Traceback" not in result.output and result.run_dirs() == []
+
+
+def test_a_tracking_server_that_does_not_answer_costs_no_result(run_ddpx):
+    result = run_ddpx("recipe", TINY, "train.max_epochs=2", "--tracking-uri", "http://127.0.0.1:9")
+    assert result.returncode == 0, result.output
+    assert result.stderr.count("tracking failed") == 1 and "no MLflow server answers at http://127.0.0.1:9" in result.stderr
+    assert "every metric is still written to the run folder" in result.stderr and "Traceback" not in result.output
+    (run_dir,) = result.run_dirs()
+    epochs = [line for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line]
+    assert len(epochs) == 2 and result.summary()["heldout"]["heldout_accuracy"] > 0.5
+    assert (run_dir / "model" / "state_dict.pt").is_file() and (run_dir / "reports" / "heldout_predictions.csv").is_file()

@@ -94,7 +94,8 @@ def test_resume_from_a_path_and_bad_checkpoints(run_ddpx, tmp_path, uninterrupte
     bad = run_ddpx("recipe", TINY, "--tracking", "none", "--resume", str(corrupt), cwd=later)
     assert bad.returncode == 2 and "corrupt, truncated" in bad.stderr and "Traceback" not in bad.output
     foreign = run_ddpx("recipe", TINY, "--tracking", "none", "model.dim_hidden=32", "--resume", str(checkpoint), cwd=later)
-    assert foreign.returncode == 1 and "written for another model" in foreign.stderr
+    assert foreign.returncode == 2 and "written for another model" in foreign.stderr  # caught before launch
+    assert len(list((later / "ddpx-runs").iterdir())) == 1
 
     checkpoint.write_bytes(b"not a checkpoint")  # --resume auto never silently starts afresh
     auto = run_ddpx("recipe", TINY, "--tracking", "none", "--resume", "auto", cwd=tmp_path)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from ddpx.cli import plugin_commands, recipe_commands, run_commands, runs_command  # noqa: F401 - registers commands
+from ddpx.cli import bench_commands, plugin_commands, recipe_commands, run_commands, runs_command  # noqa: F401
 from ddpx.cli.app import cli
 
 __all__ = ["cli", "main"]

@@ -80,11 +80,11 @@ def plan_job(registry: Registry, recipe: Recipe, options: LaunchOptions) -> Job:
 
         # a missing, unreadable or foreign checkpoint is an error now, not in every rank
         check_resumable(load_checkpoint(options.resume), options.resume, recipe.config)
+        resume_from = str(Path(options.resume).resolve())
     if recipe.train["init_from"]:
         from ddpx.core.checkpoint import load_checkpoint
 
         load_checkpoint(recipe.train["init_from"])  # safe to read, before any rank tries
-        resume_from = str(Path(options.resume).resolve())
 
     gpus = local_gpu_count()
     nproc = options.nproc if options.nproc is not None else default_nproc(gpus)

@@ -1,0 +1,89 @@
+"""Launch cost: wall time from the command to the first training step, and CLI start-up time.
+
+    python benchmarks/launch_cost.py [--repeats 5] [--nproc 2]
+
+Side by side in this one run, each repeated and reported as the median:
+
+- ``ddpx recipe mlp_synthetic`` with ``--launcher spawn`` and ``--launcher torchrun``: from
+  starting the command to rank 0 entering the training loop (stamped by the
+  ``benchmarks/first_step_stamp.py`` plugin in ``ddpx_fit_start``: data built, model wrapped);
+- a bare ``torchrun`` of the plain DDP script (``benchmarks/plain_ddp_mlp.py``) on the same
+  data and model, stamped right before its first step;
+- ``ddpx --help`` and ``ddpx recipes``: start-up to exit.
+
+The data is the recipe's generator with 1 200 training samples, so that building it costs little.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+SMALL = ["dataset.train_size=1200", "dataset.dev_size=200", "dataset.heldout_size=200", "train.max_epochs=1"]
+
+
+def to_first_step(command: list[str], stamp: Path, env: dict) -> float:
+    stamp.unlink(missing_ok=True)
+    start = time.time()
+    subprocess.run(command, check=True, capture_output=True, env=env)
+    return float(stamp.read_text()) - start
+
+
+def wall(command: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--nproc", type=int, default=2)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        stamp = Path(tmp) / "stamp"
+        env = dict(os.environ, DDPX_PLUGINS="first_step_stamp", DDPX_BENCH_STAMP=str(stamp),
+                   PYTHONPATH=os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])))
+        ddpx = [sys.executable, "-m", "ddpx"]
+        recipe = [*ddpx, "recipe", "mlp_synthetic", "--nproc", str(args.nproc), "--tracking", "none",
+                  "--run-dir", str(Path(tmp) / "runs"), *SMALL]
+        first_step = {
+            "ddpx recipe, --launcher spawn": [*recipe, "--launcher", "spawn"],
+            "ddpx recipe, --launcher torchrun": [*recipe, "--launcher", "torchrun"],
+            "bare torchrun, plain DDP script": [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                                                f"--nproc-per-node={args.nproc}", str(HERE / "plain_ddp_mlp.py"),
+                                                "--epochs", "1", "--train-size", "1200", "--stamp", str(stamp)],
+        }
+        startup = {"ddpx --help": [*ddpx, "--help"], "ddpx recipes": [*ddpx, "recipes"]}
+        seconds: dict[str, list[float]] = {name: [] for name in [*first_step, *startup]}
+        for _ in range(args.repeats):  # interleaved, so drift hits every variant alike
+            for name, command in first_step.items():
+                seconds[name].append(to_first_step(command, stamp, env))
+            for name, command in startup.items():
+                seconds[name].append(wall(command))
+
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores; torch {torch.__version__}; {args.nproc} ranks, "
+          f"gloo; median of {args.repeats}")
+    print("\n| command | to first training step (s) |")
+    print("| --- | --- |")
+    for name in first_step:
+        print(f"| {name} | {statistics.median(seconds[name]):.2f} |")
+    print("\n| command | start-up to exit (s) |")
+    print("| --- | --- |")
+    for name in startup:
+        print(f"| {name} | {statistics.median(seconds[name]):.2f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -46,18 +46,20 @@ def one_run(uri, experiment):
 
 def test_preempted_run_resumes_in_the_same_mlflow_run_with_identical_weights(run_ddpx, tracking_uri, experiment,
                                                                               uninterrupted):
-    args = ("recipe", TINY, "--tracking-uri", tracking_uri, "--experiment", experiment, EPOCHS)
+    args = ("recipe", TINY, "--tracking-uri", tracking_uri, "--experiment", experiment, EPOCHS,
+            "train.stop_check_every=5")
     inject = dict(plugins=("ddpx_testplug_preempt",), env={"DDPX_TEST_SIGNAL_AT": "1:25:USR1"})
-    stopped = run_ddpx(*args, **inject)  # SIGUSR1 reaches rank 1 only, in epoch 2
+    stopped = run_ddpx(*args, **inject)  # SIGUSR1 reaches rank 1 only, at step 6 of epoch 2
     assert stopped.returncode == 75, stopped.output
-    assert "stopped on request 10 step(s) into epoch 2" in stopped.stderr and "--resume auto" in stopped.stderr
+    # the check at step 10 carries the request (its all-reduce overlaps training); the next, at 15, reads it
+    assert "stopped on request 15 step(s) into epoch 2" in stopped.stderr and "--resume auto" in stopped.stderr
     assert "Traceback" not in stopped.output
     client, run = one_run(tracking_uri, experiment)
     assert run.info.status == "RUNNING"
 
     resumed = run_ddpx(*args, "--resume", "auto", **inject)
     assert resumed.returncode == 0, resumed.output
-    assert "resuming from" in resumed.stdout and "1 epoch(s) done, 10 step(s) into epoch 2" in resumed.stdout
+    assert "resuming from" in resumed.stdout and "1 epoch(s) done, 15 step(s) into epoch 2" in resumed.stdout
     assert len(resumed.run_dirs()) == 1, "continued in the same run folder"
     assert_same_weights(final_weights(resumed), uninterrupted)
     client, again = one_run(tracking_uri, experiment)

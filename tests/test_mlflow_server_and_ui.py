@@ -45,9 +45,9 @@ def tracked(server, tmp_path_factory):
         return subprocess.run([sys.executable, "-m", "ddpx", *args, "--tracking-uri", server, "--experiment", "ui"],
                               cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
 
-    single = ddpx("recipe", TINY, "train.max_epochs=2", "train.lr=0.2")
+    single = ddpx("recipe", TINY, "train.max_epochs=1", "train.lr=0.2")
     assert single.returncode == 0, single.stdout + single.stderr
-    sweep = ddpx("sweep", TINY, "train.lr=0.05,0.1", "train.max_epochs=2")
+    sweep = ddpx("sweep", TINY, "train.lr=0.05,0.1", "train.max_epochs=1")
     assert sweep.returncode == 0, sweep.stdout + sweep.stderr
     from mlflow.tracking import MlflowClient
 

@@ -87,7 +87,8 @@ def test_bad_rows_are_reported_once_and_skipped(run_ddpx, tmp_path):
     assert result.stdout.count("skipped 2 bad row(s)") == 1
     assert "an empty SMILES (line 242)" in result.stdout and "cannot represent (line 243)" in result.stdout
     strict = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", f"dataset.path={path}", "dataset.strict=true")
-    assert strict.returncode == 1 and strict.stderr.count("has bad rows") == 1 and "Traceback" not in strict.output
+    assert strict.returncode == 2 and strict.stderr.count("has bad rows") == 1 and "Traceback" not in strict.output
+    assert strict.run_dirs() == result.run_dirs()  # refused before launch: no new run folder
 
 
 def test_download_happens_once_per_machine_from_the_url(run_ddpx, tmp_path):

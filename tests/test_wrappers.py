@@ -34,9 +34,6 @@ def test_check_sync_names_the_first_parameter_that_differs(run_ddpx):
     assert "after step 1 of epoch 1 the ranks hold different values of parameter 'net.2.weight'" in result.stderr
     assert result.stderr.count("the ranks hold different values") == 1  # one error shown, not one per rank
     assert processes_with_marker(result.marker) == []
-    unchecked = run_ddpx("recipe", TINY, *SHORT, plugins=("ddpx_testplug_desync",),
-                         env={"DDPX_TEST_DESYNC": "net.2.weight"})
-    assert unchecked.returncode == 0  # without the check the drift goes unnoticed: that is what it is for
 
 
 def test_dp_is_one_process_and_says_so(run_ddpx):
@@ -46,5 +43,3 @@ def test_dp_is_one_process_and_says_so(run_ddpx):
     single = run_ddpx("recipe", TINY, *SHORT, "train.wrapper=dp", "--nproc", "1")
     assert single.returncode == 0, single.output
     assert single.summary()["heldout"]["heldout_accuracy"] > 0.5
-    unknown = run_ddpx("recipe", TINY, "train.wrapper=ddpp")
-    assert unknown.returncode == 2 and "ddp" in unknown.stderr

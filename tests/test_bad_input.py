@@ -139,8 +139,8 @@ def test_busy_master_port_is_refused_before_launch(run_ddpx):
 def test_a_tracking_server_that_does_not_answer_costs_no_result(run_ddpx):
     result = run_ddpx("recipe", TINY, "train.max_epochs=2", "--tracking-uri", "http://127.0.0.1:9")
     assert result.returncode == 0, result.output
-    assert result.stderr.count("tracking failed") == 1 and "no MLflow server answers at http://127.0.0.1:9" in result.stderr
-    assert "every metric is still written to the run folder" in result.stderr and "Traceback" not in result.output
+    assert result.output.count("tracking failed") == 1 and "no MLflow server answers at http://127.0.0.1:9" in result.output
+    assert "every metric is still written to the run folder" in result.output and "Traceback" not in result.output
     (run_dir,) = result.run_dirs()
     epochs = [line for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line]
     assert len(epochs) == 2 and result.summary()["heldout"]["heldout_accuracy"] > 0.5

@@ -39,7 +39,6 @@ class Job:
     launcher_options: dict[str, Any] = field(default_factory=dict)
     system_metrics: bool = True
     parent_run_id: str | None = None  # the sweep run this job is a trial of
-    tracking_run_id: str | None = None  # opened by the launching process; rank 0 continues it
     tags: dict[str, str] = field(default_factory=dict)  # extra tracking tags (a sweep's trial number, say)
 
     @property

@@ -2,16 +2,14 @@
 
 Everything that can be checked before a process starts is checked here (launcher, backend,
 precision, tracker, rank layout), so user mistakes are exit code 2 with nothing started. Then
-the run folder gets ``job.json`` and ``recipe.toml``, the tracking run is opened (so that even
-a job whose ranks never start is recorded, and marked FAILED), the launcher starts the ranks —
-rank 0 continues that tracking run — and the outcome is read back from the run folder: ``summary.json`` on success, the first rank's
+the run folder gets ``job.json`` and ``recipe.toml``, the launcher starts the ranks (rank 0
+opens the tracking run), and the outcome is read back from the run folder: ``summary.json`` on success, the first rank's
 failure otherwise.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,7 @@ from ddpx.core.job import Job
 from ddpx.core.recipes import Recipe
 from ddpx.core.registry import Registry
 from ddpx.core.run_dir import RunDir
-from ddpx.core.tracking import close_tracking_run, open_tracking_run
+from ddpx.core.tracking import close_tracking_run
 
 
 @dataclass(frozen=True)
@@ -192,12 +190,6 @@ def run_job(registry: Registry, recipe: Recipe, job: Job, run_dir_base: str | No
     """
     paths = prepare_run_dir(recipe, job, run_dir_base, resume)
     job.run_dir = str(paths.root)
-    # A resumed job continues the run its checkpoint names. With several machines, whichever one
-    # holds global rank 0 (torchrun's rendezvous decides) opens the run from inside the job.
-    if resume is None and job.nnodes == 1:
-        if open_tracking_run(registry, job, warn=lambda text: print(f"Warning: {text}", file=sys.stderr)) is None \
-                and job.tracking != "none":
-            job.tracking = "none"  # said once here; the ranks train untracked instead of failing again
     job.save()
     launcher = registry.get("launchers", job.launcher)
     try:

@@ -134,10 +134,9 @@ def append_metrics(path: Path, record: Mapping[str, Any]) -> None:
 
 
 def open_tracking_run(registry: "Registry", job: Job, warn: Callable[[str], None]) -> str | None:
-    """Open the job's tracking run in the launching process, before any rank starts.
+    """Open the job's tracking run from the launching process: params, tags, the recipe.
 
-    It gets the params, tags and the resolved recipe; its id goes into the job (rank 0 continues
-    the run) and into the run folder's ``tracking.json`` (to close it if the ranks cannot).
+    Used when the ranks stopped before rank 0 opened it, so that the failure is recorded.
     """
     spec = registry.get("trackers", job.tracking)
     backend = registry.get("backends", job.backend)
@@ -148,7 +147,6 @@ def open_tracking_run(registry: "Registry", job: Job, warn: Callable[[str], None
     if tracker.run_id is None:
         return None
     tracker.log_artifact(job.paths.recipe_file)
-    job.tracking_run_id = tracker.run_id
     write_tracking_file(job, tracker.run_id)
     return tracker.run_id
 
@@ -158,10 +156,17 @@ def write_tracking_file(job: Job, run_id: str) -> None:
 
 
 def close_tracking_run(registry: "Registry", job: Job, status: str, error: str) -> None:
-    """Mark the job's tracking run ``status`` with ``error`` (for ranks stopped before they could)."""
+    """Mark the job's tracking run ``status`` with ``error`` (for ranks stopped before they could).
+
+    When the ranks stopped before rank 0 opened a run, the run is opened here first, so every
+    failed job of this machine's rank 0 is recorded. mlflow is imported only on this path.
+    """
     paths = job.paths
     if not paths.tracking_file.is_file():
-        return
+        if job.tracking == "none" or job.node_rank != 0 or job.nnodes != 1:
+            return
+        if open_tracking_run(registry, job, warn=lambda text: None) is None:
+            return
     record = json.loads(paths.tracking_file.read_text(encoding="utf-8"))
     quiet = replace(job, system_metrics=False)
     tracker = GuardedTracker(registry.get("trackers", record["tracker"]).create(quiet), warn=lambda text: None)

@@ -155,7 +155,7 @@ def check_port_free(host: str, port: int) -> None:
         raise UserError(f"--master-port must be between 1 and 65535, not {port}.")
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
-            sock.bind((host if host not in ("localhost",) else "127.0.0.1", port))
+            sock.bind((host, port))
         except OSError as exc:
             if exc.errno == 99:  # not an address of this machine: another node's, for multi-node
                 return

@@ -63,7 +63,7 @@ class Sweep:
         if not scored:
             return None
         higher = scored[0].summary["extra"].get("greater_is_better", True)
-        return (max if higher else min)(scored, key=_dev_metric) if len(scored) > 1 else scored[0]
+        return (max if higher else min)(scored, key=_dev_metric)  # the first best: ties go to the earlier trial
 
 
 def _dev_metric(trial: Trial) -> float | None:

@@ -33,7 +33,8 @@ TRAIN_PARAMS: dict[str, Param] = {
     "wrapper": Param("ddp", "how the model is made data-parallel: ddp, allreduce, dp (a registered wrapper)"),
     "check_sync": Param(False, "after every step, check that all ranks hold the same parameters (slow; debugging)"),
     "num_workers": Param(0, "DataLoader worker processes per rank", minimum=0),
-    "stop_check_every": Param(10, "steps between checks for a stop request (SIGUSR1: checkpoint, then stop)", minimum=1),
+    "stop_check_every": Param(0, "steps between checks for a stop request (SIGUSR1: checkpoint, then stop); "
+                              "0: about one check a second, from the measured step time", minimum=0),
     "drop_last": Param(False, "drop each epoch's last incomplete training batch (batch norm needs more than one sample)"),
     "init_from": Param("", "a ddpx checkpoint whose model weights the run starts from"),
 }

@@ -1,5 +1,6 @@
 """End to end: real spawn and torchrun jobs on CPU/gloo, read back from a real MLflow store."""
 
+import json
 import subprocess
 
 import pytest
@@ -7,6 +8,7 @@ import torch
 from mlflow.tracking import MlflowClient
 
 from conftest import TEST_RECIPES, processes_with_marker
+from ddpx.core.cpu_threads import cpu_share
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 
@@ -104,6 +106,11 @@ def test_parameters_are_identical_on_every_rank_from_the_start(run_ddpx, monkeyp
     for state in states[1:]:
         assert state.keys() == states[0].keys()
         assert all(torch.equal(state[k], states[0][k]) for k in state)
+    # the spawn launcher shares the cores out before the ranks import torch, as torchrun does
+    share = cpu_share(3)
+    for r in range(3):
+        threads = json.loads((run_dir / f"threads-rank{r}.json").read_text())
+        assert threads == {"torch": share, "OMP_NUM_THREADS": str(share)}
 
 
 @pytest.mark.parametrize("launcher", ["spawn", "torchrun"])

@@ -1,6 +1,8 @@
 """Test plugin: a model whose initial weights differ on every rank, and a hook that records
-every rank's parameters once DDP has wrapped the model (to prove they are then identical)."""
+every rank's parameters once DDP has wrapped the model (to prove they are then identical) and
+the rank's CPU thread settings."""
 
+import json
 import os
 
 from ddpx import hookimpl
@@ -30,3 +32,5 @@ def ddpx_fit_start(context):
 
     state = {k: v.detach().cpu().clone() for k, v in unwrap(context.model).state_dict().items()}
     torch.save(state, context.run_dir / f"start-params-rank{context.rank}.pt")
+    threads = {"torch": torch.get_num_threads(), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
+    (context.run_dir / f"threads-rank{context.rank}.json").write_text(json.dumps(threads))

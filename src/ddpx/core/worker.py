@@ -32,8 +32,9 @@ def _limit_threads(job: Job) -> None:
         return
     import torch
 
-    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", job.nproc_per_node))
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, local_ranks)))
+    from ddpx.core.cpu_threads import cpu_share
+
+    torch.set_num_threads(cpu_share(int(os.environ.get("LOCAL_WORLD_SIZE", job.nproc_per_node))))
 
 
 def run_rank(job_file: str) -> None:

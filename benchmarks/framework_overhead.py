@@ -1,15 +1,16 @@
 """Framework overhead: ddpx against a plain hand-written DDP loop, and the ``ddp`` wrapper
 against the hand-made ``allreduce`` one — training throughput and loss curve, side by side.
 
-    python benchmarks/framework_overhead.py [--epochs 4] [--rounds 2] [--nproc 2]
+    python benchmarks/framework_overhead.py [--epochs 3] [--rounds 8] [--nproc 2] [--train-size 40000]
 
 Every variant is launched with torchrun on the same machine, same data, model, seeds, batch and
 world size: the plain loop (``benchmarks/plain_ddp_mlp.py``), ``ddpx recipe mlp_synthetic`` with
 ``train.wrapper=ddp`` and with ``train.wrapper=allreduce``. The rounds interleave the variants so
 that drift in the machine's speed hits all of them alike. Reported: the median training
 samples/s over the epochs after the first (warm-up) across rounds, its ratio to the plain loop,
-and each epoch's training loss. On a small shared machine epoch rates vary by ±10 %: the
-spread is printed with the median, and more rounds narrow it.
+the median of the per-round ratios (each variant against the plain loop of the same round), and
+each epoch's training loss. On a small shared machine epoch rates vary by ±10 %: the spread is
+printed with the median; longer epochs (``--train-size``) and more rounds narrow it.
 """
 
 from __future__ import annotations
@@ -28,19 +29,20 @@ import torch
 HERE = Path(__file__).resolve().parent
 
 
-def run_plain(epochs: int, nproc: int, folder: Path) -> list[dict]:
+def run_plain(epochs: int, nproc: int, folder: Path, train_size: int) -> list[dict]:
     out = folder / "plain.json"
     subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-                    str(HERE / "plain_ddp_mlp.py"), "--epochs", str(epochs), "--out", str(out)],
-                   check=True, capture_output=True)
+                    str(HERE / "plain_ddp_mlp.py"), "--epochs", str(epochs), "--train-size", str(train_size),
+                    "--out", str(out)], check=True, capture_output=True)
     return json.loads(out.read_text())
 
 
-def run_ddpx(epochs: int, nproc: int, folder: Path, wrapper: str) -> list[dict]:
+def run_ddpx(epochs: int, nproc: int, folder: Path, train_size: int, wrapper: str) -> list[dict]:
     runs = folder / f"runs-{wrapper}"
     subprocess.run([sys.executable, "-m", "ddpx", "recipe", "mlp_synthetic", "--launcher", "torchrun", "--nproc",
                     str(nproc), "--tracking", "none", "--run-dir", str(runs), f"train.max_epochs={epochs}",
-                    "train.patience=0", f"train.wrapper={wrapper}"], check=True, capture_output=True)
+                    "train.patience=0", f"train.wrapper={wrapper}", f"dataset.train_size={train_size}"],
+                   check=True, capture_output=True)
     (run_dir,) = runs.iterdir()
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line]
     for path in runs.iterdir():
@@ -50,33 +52,40 @@ def run_ddpx(epochs: int, nproc: int, folder: Path, wrapper: str) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--nproc", type=int, default=2)
+    parser.add_argument("--train-size", type=int, default=40000, help="training samples (the epoch's length)")
     args = parser.parse_args()
 
-    variants = {"plain PyTorch DDP loop": lambda f: run_plain(args.epochs, args.nproc, f),
-                "ddpx, train.wrapper=ddp": lambda f: run_ddpx(args.epochs, args.nproc, f, "ddp"),
-                "ddpx, train.wrapper=allreduce": lambda f: run_ddpx(args.epochs, args.nproc, f, "allreduce")}
+    size = dict(epochs=args.epochs, nproc=args.nproc, train_size=args.train_size)
+    variants = {"plain PyTorch DDP loop": lambda f: run_plain(folder=f, **size),
+                "ddpx, train.wrapper=ddp": lambda f: run_ddpx(folder=f, wrapper="ddp", **size),
+                "ddpx, train.wrapper=allreduce": lambda f: run_ddpx(folder=f, wrapper="allreduce", **size)}
     rates: dict[str, list[float]] = {name: [] for name in variants}
+    round_medians: dict[str, list[float]] = {name: [] for name in variants}
     losses: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.rounds):
             for name, run in variants.items():
                 records = run(Path(tmp))
-                rates[name] += [r["samples_per_s"] for r in records[1:]]
+                measured = [r["samples_per_s"] for r in records[1:]]
+                rates[name] += measured
+                round_medians[name].append(statistics.median(measured))
                 losses[name] = [r["train_loss"] for r in records]
 
     print(f"machine: {platform.machine()}, {platform.processor() or 'cpu'}, {torch.get_num_threads()} threads; "
           f"torch {torch.__version__}; gloo, {args.nproc} ranks; mlp_synthetic (4 x 256 MLP, batch 64 per rank); "
-          f"{args.epochs} epochs x {args.rounds} rounds")
+          f"{args.train_size} training samples; {args.epochs} epochs x {args.rounds} rounds")
     base = statistics.median(rates["plain PyTorch DDP loop"])
-    print("\n| variant | samples/s (median) | middle half of the epochs | vs plain |")
-    print("| --- | --- | --- | --- |")
+    plain_rounds = round_medians["plain PyTorch DDP loop"]
+    print("\n| variant | samples/s (median) | middle half of the epochs | vs plain | vs plain, per round (median) |")
+    print("| --- | --- | --- | --- | --- |")
     for name, values in rates.items():
         median = statistics.median(values)
         low, _, high = statistics.quantiles(values, n=4)
-        print(f"| {name} | {median:,.0f} | {low:,.0f} – {high:,.0f} | {median / base:.3f} |")
+        paired = statistics.median(a / b for a, b in zip(round_medians[name], plain_rounds))
+        print(f"| {name} | {median:,.0f} | {low:,.0f} – {high:,.0f} | {median / base:.3f} | {paired:.3f} |")
     print("\n| epoch | " + " | ".join(losses) + " |")
     print("| --- |" + " --- |" * len(losses))
     for epoch in range(args.epochs):

@@ -268,6 +268,8 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
                         registry.pm.hook.ddpx_preempted(context=context)
                         raise Preempted(f"stopped on request {position.step} step(s) into epoch {epoch}; "
                                         f"the checkpoint is {paths.last_checkpoint}")
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)  # the epoch's queued kernels belong to its time
             train_seconds = time.perf_counter() - epoch_start
             summed = all_reduce_sum(totals)
             dev = evaluate(model, data.dev, **eval_kwargs)

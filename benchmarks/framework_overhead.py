@@ -2,6 +2,7 @@
 against the hand-made ``allreduce`` one — training throughput and loss curve, side by side.
 
     python benchmarks/framework_overhead.py [--epochs 3] [--rounds 8] [--nproc 2] [--train-size 40000]
+                                            [--backend gloo|nccl]
 
 Every variant is launched with torchrun on the same machine, same data, model, seeds, batch and
 world size: the plain loop (``benchmarks/plain_ddp_mlp.py``), ``ddpx recipe mlp_synthetic`` with
@@ -11,6 +12,10 @@ samples/s over the epochs after the first (warm-up) across rounds, its ratio to 
 the median of the per-round ratios (each variant against the plain loop of the same round), and
 each epoch's training loss. On a small shared machine epoch rates vary by ±10 %: the spread is
 printed with the median; longer epochs (``--train-size``) and more rounds narrow it.
+
+``--backend nccl`` runs every variant on one GPU per rank; with several GPUs it adds
+``train.wrapper=dp``: one process over ``--nproc`` GPUs with the same global batch (its sampler
+order, and so its loss curve, differs from the others').
 """
 
 from __future__ import annotations
@@ -29,20 +34,23 @@ import torch
 HERE = Path(__file__).resolve().parent
 
 
-def run_plain(epochs: int, nproc: int, folder: Path, train_size: int) -> list[dict]:
+def run_plain(epochs: int, nproc: int, folder: Path, train_size: int, backend: str) -> list[dict]:
     out = folder / "plain.json"
     subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
                     str(HERE / "plain_ddp_mlp.py"), "--epochs", str(epochs), "--train-size", str(train_size),
-                    "--out", str(out)], check=True, capture_output=True)
+                    "--backend", backend, "--out", str(out)], check=True, capture_output=True)
     return json.loads(out.read_text())
 
 
-def run_ddpx(epochs: int, nproc: int, folder: Path, train_size: int, wrapper: str) -> list[dict]:
+def run_ddpx(epochs: int, nproc: int, folder: Path, train_size: int, backend: str, wrapper: str) -> list[dict]:
     runs = folder / f"runs-{wrapper}"
+    batch = []
+    if wrapper == "dp":  # one process drives every GPU: the same global batch as nproc DDP ranks
+        batch, nproc = [f"train.batch_size={64 * nproc}"], 1
     subprocess.run([sys.executable, "-m", "ddpx", "recipe", "mlp_synthetic", "--launcher", "torchrun", "--nproc",
-                    str(nproc), "--tracking", "none", "--run-dir", str(runs), f"train.max_epochs={epochs}",
-                    "train.patience=0", f"train.wrapper={wrapper}", f"dataset.train_size={train_size}"],
-                   check=True, capture_output=True)
+                    str(nproc), "--backend", backend, "--tracking", "none", "--run-dir", str(runs),
+                    f"train.max_epochs={epochs}", "train.patience=0", f"train.wrapper={wrapper}",
+                    f"dataset.train_size={train_size}", *batch], check=True, capture_output=True)
     (run_dir,) = runs.iterdir()
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line]
     for path in runs.iterdir():
@@ -56,12 +64,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("--train-size", type=int, default=40000, help="training samples (the epoch's length)")
+    parser.add_argument("--backend", default="gloo", choices=("gloo", "nccl"), help="nccl: one GPU per rank")
     args = parser.parse_args()
 
-    size = dict(epochs=args.epochs, nproc=args.nproc, train_size=args.train_size)
+    size = dict(epochs=args.epochs, nproc=args.nproc, train_size=args.train_size, backend=args.backend)
     variants = {"plain PyTorch DDP loop": lambda f: run_plain(folder=f, **size),
                 "ddpx, train.wrapper=ddp": lambda f: run_ddpx(folder=f, wrapper="ddp", **size),
                 "ddpx, train.wrapper=allreduce": lambda f: run_ddpx(folder=f, wrapper="allreduce", **size)}
+    if args.backend == "nccl" and args.nproc > 1 and torch.cuda.device_count() >= args.nproc:
+        variants["ddpx, train.wrapper=dp (one process)"] = lambda f: run_ddpx(folder=f, wrapper="dp", **size)
     rates: dict[str, list[float]] = {name: [] for name in variants}
     round_medians: dict[str, list[float]] = {name: [] for name in variants}
     losses: dict[str, list[float]] = {}
@@ -74,8 +85,9 @@ def main() -> None:
                 round_medians[name].append(statistics.median(measured))
                 losses[name] = [r["train_loss"] for r in records]
 
-    print(f"machine: {platform.machine()}, {platform.processor() or 'cpu'}, {torch.get_num_threads()} threads; "
-          f"torch {torch.__version__}; gloo, {args.nproc} ranks; mlp_synthetic (4 x 256 MLP, batch 64 per rank); "
+    where = torch.cuda.get_device_name() if args.backend == "nccl" else f"{torch.get_num_threads()} CPU threads"
+    print(f"machine: {platform.machine()}, {where}; torch {torch.__version__}; {args.backend}, {args.nproc} ranks; "
+          "mlp_synthetic (4 x 256 MLP, batch 64 per rank); "
           f"{args.train_size} training samples; {args.epochs} epochs x {args.rounds} rounds")
     base = statistics.median(rates["plain PyTorch DDP loop"])
     plain_rounds = round_medians["plain PyTorch DDP loop"]

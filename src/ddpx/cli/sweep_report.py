@@ -5,14 +5,12 @@ from __future__ import annotations
 from rich.table import Table
 
 from ddpx.cli.app import console
-from ddpx.core.sweep import Sweep, Trial
+from ddpx.core.sweep import Sweep, Trial, heldout_metric
 
 
 def _metric_text(trial: Trial) -> str:
-    if not trial.summary:
-        return "-"
-    name = f"heldout_{trial.summary['extra']['metric']}"
-    return f"{name} {trial.summary['heldout'][name]:.4f}"
+    heldout = heldout_metric(trial)
+    return f"{heldout[0]} {heldout[1]:.4f}" if heldout else "-"
 
 
 def _error_text(error: str | None) -> str:

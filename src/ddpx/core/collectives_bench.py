@@ -10,7 +10,6 @@ it can be compared with the link's speed: ``busbw = algbw × 2(n−1)/n`` for al
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from dataclasses import asdict, dataclass
@@ -75,7 +74,6 @@ def _rank_main(rank: int, world: int, port: int, backend: str, sizes: list[int],
     import torch
     import torch.distributed as dist
 
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     device = torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
@@ -100,11 +98,14 @@ def run_collectives(backend: str, nproc: int, sizes: list[int], ops: list[str], 
     """Start ``nproc`` ranks on this machine and return rank 0's measurements."""
     import torch.multiprocessing as mp
 
+    from ddpx.core.cpu_threads import threads_per_rank
+
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     context = mp.get_context("spawn")
     results = context.SimpleQueue()
-    mp.start_processes(_rank_main, args=(nproc, port, backend, sizes, ops, iters, warmup, results), nprocs=nproc,
-                       join=True, start_method="spawn")
+    with threads_per_rank(nproc):
+        mp.start_processes(_rank_main, args=(nproc, port, backend, sizes, ops, iters, warmup, results), nprocs=nproc,
+                           join=True, start_method="spawn")
     return [BenchResult(**row) for row in results.get()]

@@ -9,8 +9,25 @@ thread count (``_limit_threads`` in :mod:`ddpx.core.worker`). A value the user e
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
+from typing import Iterator
 
 
 def cpu_share(local_ranks: int) -> int:
     """Threads per rank when ``local_ranks`` ranks share this machine's cores (at least 1)."""
     return max(1, (os.cpu_count() or 1) // max(1, local_ranks))
+
+
+@contextmanager
+def threads_per_rank(local_ranks: int) -> Iterator[None]:
+    """Processes started inside this block get ``OMP_NUM_THREADS`` = their :func:`cpu_share`
+    (unless the user set it). The variable must be there when a process starts: its thread
+    pools are sized as it imports torch, before any of its own code runs."""
+    if "OMP_NUM_THREADS" in os.environ:
+        yield
+        return
+    os.environ["OMP_NUM_THREADS"] = str(cpu_share(local_ranks))
+    try:
+        yield
+    finally:
+        del os.environ["OMP_NUM_THREADS"]

@@ -149,6 +149,7 @@ def _call_task_check(check, params, world_size: int) -> None:
 
 def check_port_free(host: str, port: int) -> None:
     """A rendezvous port that another program holds is a usage error before anything starts."""
+    import errno
     import socket
 
     if not 0 < port < 65536:
@@ -157,7 +158,7 @@ def check_port_free(host: str, port: int) -> None:
         try:
             sock.bind((host, port))
         except OSError as exc:
-            if exc.errno == 99:  # not an address of this machine: another node's, for multi-node
+            if exc.errno == errno.EADDRNOTAVAIL:  # not an address of this machine: another node's, for multi-node
                 return
             raise UserError(f"--master-port {port} on {host} is already in use by another program ({exc.strerror}). "
                             "Choose another port, or leave --master-port out to let ddpx pick a free one.") from None

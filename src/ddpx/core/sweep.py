@@ -126,14 +126,15 @@ def write_trials_csv(sweep: Sweep, path: Path) -> Path:
         writer = csv.writer(fh)
         writer.writerow(["trial", *sweep.grid, "status", "dev_metric", "heldout_metric", "run_dir", "error"])
         for t in sweep.trials:
-            heldout = _heldout_metric(t)
+            heldout = heldout_metric(t)
             writer.writerow([t.number, *t.overrides.values(), t.status,
                              _dev_metric(t) if t.summary else "", heldout[1] if heldout else "",
                              t.job.run_dir, t.error or ""])
     return path
 
 
-def _heldout_metric(trial: Trial) -> tuple[str, float] | None:
+def heldout_metric(trial: Trial) -> tuple[str, float] | None:
+    """The finished trial's held-out metric as ``(name, value)``; ``None`` for a trial without a result."""
     if not trial.summary:
         return None
     name = f"heldout_{trial.summary['extra']['metric']}"
@@ -175,7 +176,7 @@ def _finish_parent(parent: GuardedTracker, sweep: Sweep) -> None:
                                  "trials_failed": float(len(sweep.failed))}
     best = sweep.best()
     if best is not None:
-        name, value = _heldout_metric(best)
+        name, value = heldout_metric(best)
         metrics[f"best_{name}"] = value
         metrics[f"best_dev_{best.summary['extra']['metric']}"] = _dev_metric(best)
         metrics["best_trial"] = float(best.number)

@@ -133,26 +133,25 @@ def append_metrics(path: Path, record: Mapping[str, Any]) -> None:
         fh.write(json.dumps(dict(record)) + "\n")
 
 
-def open_tracking_run(registry: "Registry", job: Job, warn: Callable[[str], None]) -> str | None:
-    """Open the job's tracking run from the launching process: params, tags, the recipe.
+def start_job_run(registry: "Registry", job: Job, device_type: str, warn: Callable[[str], None],
+                  resume_run_id: str | None = None) -> GuardedTracker:
+    """Open the job's tracking run — params, tags, the recipe file — or continue ``resume_run_id``,
+    and note its id in the run folder (``tracking.json``).
 
-    Used when the ranks stopped before rank 0 opened it, so that the failure is recorded.
+    Rank 0 calls this as the job starts; the launching process calls it (through
+    :func:`close_tracking_run`) when the ranks stopped before rank 0 got that far.
     """
     spec = registry.get("trackers", job.tracking)
-    backend = registry.get("backends", job.backend)
-    tracker = GuardedTracker(spec.create(replace(job, system_metrics=False)), warn=warn)
+    tracker = GuardedTracker(spec.create(job), warn=warn)
     versions = {i.distribution: i.version for i in registry.pm.info.values() if i.distribution and i.version}
-    tracker.start(run_name=Path(job.run_dir).name, params=run_params(job, device=backend.device_type),
-                  tags=run_tags(job, versions))
-    if tracker.run_id is None:
-        return None
-    tracker.log_artifact(job.paths.recipe_file)
-    write_tracking_file(job, tracker.run_id)
-    return tracker.run_id
-
-
-def write_tracking_file(job: Job, run_id: str) -> None:
-    job.paths.tracking_file.write_text(json.dumps({"tracker": job.tracking, "run_id": run_id}), encoding="utf-8")
+    tracker.start(run_name=Path(job.run_dir).name, params=run_params(job, device=device_type),
+                  tags=run_tags(job, versions), resume_run_id=resume_run_id)
+    if tracker.run_id:
+        if not resume_run_id:
+            tracker.log_artifact(job.paths.recipe_file)
+        job.paths.tracking_file.write_text(json.dumps({"tracker": job.tracking, "run_id": tracker.run_id}),
+                                           encoding="utf-8")
+    return tracker
 
 
 def close_tracking_run(registry: "Registry", job: Job, status: str, error: str) -> None:
@@ -161,14 +160,14 @@ def close_tracking_run(registry: "Registry", job: Job, status: str, error: str) 
     When the ranks stopped before rank 0 opened a run, the run is opened here first, so every
     failed job of this machine's rank 0 is recorded. mlflow is imported only on this path.
     """
-    paths = job.paths
-    if not paths.tracking_file.is_file():
-        if job.tracking == "none" or job.node_rank != 0 or job.nnodes != 1:
-            return
-        if open_tracking_run(registry, job, warn=lambda text: None) is None:
-            return
-    record = json.loads(paths.tracking_file.read_text(encoding="utf-8"))
     quiet = replace(job, system_metrics=False)
-    tracker = GuardedTracker(registry.get("trackers", record["tracker"]).create(quiet), warn=lambda text: None)
-    tracker.start(run_name="", params={}, tags={}, resume_run_id=record["run_id"])
+    if job.paths.tracking_file.is_file():
+        record = json.loads(job.paths.tracking_file.read_text(encoding="utf-8"))
+        tracker = GuardedTracker(registry.get("trackers", record["tracker"]).create(quiet), warn=lambda text: None)
+        tracker.start(run_name="", params={}, tags={}, resume_run_id=record["run_id"])
+    elif job.tracking != "none" and job.node_rank == 0 and job.nnodes == 1:
+        device_type = registry.get("backends", job.backend).device_type
+        tracker = start_job_run(registry, quiet, device_type, warn=lambda text: None)
+    else:
+        return
     tracker.finish(status, error=error)

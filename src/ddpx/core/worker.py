@@ -96,19 +96,10 @@ def _run(job: Job) -> None:
 
 def _start_tracker(job, registry, device, console, resume):
     """Rank 0 opens the job's tracking run, or continues the run of the checkpoint it resumes."""
-    from ddpx.core.tracking import GuardedTracker, run_params, run_tags, write_tracking_file
+    from ddpx.core.tracking import start_job_run
 
-    spec = registry.get("trackers", job.tracking)
-    tracker = GuardedTracker(spec.create(job), warn=lambda text: console.print(f"[yellow]warning:[/yellow] {text}"))
-    versions = {info.distribution: info.version for info in registry.pm.info.values() if info.distribution and info.version}
-    continued = resume.get("tracking_run_id") if resume else None
-    tracker.start(run_name=os.path.basename(job.run_dir), params=run_params(job, device=device.type),
-                  tags=run_tags(job, versions), resume_run_id=continued)
-    if not continued:
-        tracker.log_artifact(job.paths.recipe_file)
-    if tracker.run_id:
-        write_tracking_file(job, tracker.run_id)
-    return tracker
+    warn = lambda text: console.print(f"[yellow]warning:[/yellow] {text}")  # noqa: E731
+    return start_job_run(registry, job, device.type, warn, resume_run_id=resume.get("tracking_run_id") if resume else None)
 
 
 def main(argv: list[str] | None = None) -> None:

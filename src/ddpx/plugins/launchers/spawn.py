@@ -10,13 +10,11 @@ chosen. Across machines run the same command on each node with ``--nnodes``, ``-
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 from datetime import timedelta
-from typing import Iterator
 
 from ddpx import hookimpl
 from ddpx.core.components import LauncherSpec
-from ddpx.core.cpu_threads import cpu_share
+from ddpx.core.cpu_threads import threads_per_rank
 from ddpx.core.errors import UserError
 from ddpx.core.job import Job
 
@@ -30,20 +28,6 @@ def _rank_entry(local_rank: int, job_file: str, env: dict[str, str], node_rank: 
     from ddpx.core.worker import run_rank
 
     run_rank(job_file)
-
-
-@contextmanager
-def threads_per_rank(nproc: int) -> Iterator[None]:
-    """Start the ranks with ``OMP_NUM_THREADS`` set to their share of the cores (unless the user set it),
-    as torchrun does: the thread pools are sized when a rank imports torch, before any of its own code runs."""
-    if "OMP_NUM_THREADS" in os.environ:
-        yield
-        return
-    os.environ["OMP_NUM_THREADS"] = str(cpu_share(nproc))
-    try:
-        yield
-    finally:
-        del os.environ["OMP_NUM_THREADS"]
 
 
 def check(job: Job) -> None:

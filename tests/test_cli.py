@@ -27,6 +27,31 @@ def test_help_is_fast_and_imports_nothing_heavy():
     assert time.perf_counter() - start < 5  # generous: this guards against importing torch, not speed
 
 
+def test_usage_errors_answer_without_importing_torch_on_a_machine_without_gpus():
+    from ddpx.core.gpus import gpu_driver_present
+
+    if gpu_driver_present():
+        pytest.skip("this machine has a GPU driver: torch is asked how many GPUs it can use")
+    code = (
+        "import sys\n"
+        "from ddpx.cli import main\n"
+        "from ddpx.core.gpus import local_gpu_count\n"
+        "print('GPUS=%d' % local_gpu_count())\n"
+        "for args in (['recipe', 'mlp_synthetic', '--backend', 'mpi'], ['recipe', 'mlp_synthetic', '--nproc', '0'],\n"
+        "             ['recipe', 'mlp_synthetic', 'train.lr=0'], ['recipe', 'mlp_synthetic', '--backend', 'nccl']):\n"
+        "    try:\n"
+        "        main(args)\n"
+        "    except SystemExit as exc:\n"
+        "        assert exc.code == 2, (args, exc.code)\n"
+        "print('TORCH=%s' % ('torch' in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    import torch
+
+    assert f"GPUS={torch.cuda.device_count()}" in out  # the same answer torch gives
+    assert out.strip().splitlines()[-1] == "TORCH=False"
+
+
 def test_recipe_help_teaches_the_options(run_ddpx):
     result = run_ddpx("recipe", "--help")
     assert result.returncode == 0

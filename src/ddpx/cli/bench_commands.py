@@ -56,7 +56,8 @@ def collectives_command(backend, nproc, ops, min_bytes, max_bytes, iters, warmup
     cluster's links, or see what the gloo backend gets on CPU.
     """
     from ddpx.core.collectives_bench import OPERATIONS, message_sizes, run_collectives
-    from ddpx.core.launching import default_nproc, local_gpu_count
+    from ddpx.core.gpus import local_gpu_count
+    from ddpx.core.launching import default_nproc
 
     gpus = local_gpu_count()
     backend = ("nccl" if gpus else "gloo") if backend == "auto" else backend

@@ -16,6 +16,7 @@ from typing import Any
 
 from ddpx.core.errors import JobFailed, UserError
 from ddpx.core.failures import clear_failures, job_failure
+from ddpx.core.gpus import local_gpu_count
 from ddpx.core.job import Job
 from ddpx.core.recipes import Recipe
 from ddpx.core.registry import Registry
@@ -44,12 +45,6 @@ class LaunchOptions:
     timeout_s: float = 1800.0
     system_metrics: bool = True
     launcher_options: dict[str, Any] = field(default_factory=dict)  # a launcher's own settings (Slurm's)
-
-
-def local_gpu_count() -> int:
-    import torch
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 def default_nproc(gpus: int) -> int:

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from ddpx import hookimpl
 from ddpx.core.components import BackendSpec
+from ddpx.core.gpus import local_gpu_count
 
 
 def _nccl_unusable(nproc_per_node: int) -> str | None:
-    import torch
-    import torch.distributed as dist
-
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    gpus = local_gpu_count()
     if gpus == 0:
         return (
             "nccl needs GPUs and this machine has none. Use --backend gloo (CPU), or --backend auto "
@@ -18,6 +16,8 @@ def _nccl_unusable(nproc_per_node: int) -> str | None:
         )
     if gpus < nproc_per_node:
         return f"nccl needs one GPU per local rank: --nproc {nproc_per_node} asks for {nproc_per_node}, this machine has {gpus}. Use --nproc {gpus}."
+    import torch.distributed as dist
+
     if not dist.is_nccl_available():
         return "this PyTorch build has no NCCL support. Use --backend gloo."
     return None

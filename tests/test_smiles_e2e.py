@@ -17,7 +17,10 @@ from ddpx.plugins.smiles.splits import random_split
 from smiles_files import write_smiles_csv
 
 BBBP = TESTS.parent.parent / "shared" / "data" / "bbbp" / "BBBP.csv"
-FAST = ["train.max_epochs=8", "train.patience=0"]
+# A one-layer model learns the test files' chlorine rule in a few epochs at a third of the
+# recipe model's cost; only the real-BBBP test below needs more.
+SMALL = ["model.num_layers=1", "model.d_model=32", "model.embedding_dim=32", "train.lr=0.01"]
+FAST = ["train.max_epochs=8", "train.patience=0", *SMALL]
 
 
 @pytest.fixture
@@ -38,8 +41,9 @@ def test_bbbp_rnn_runs_on_both_launchers_and_logs_one_run(run_ddpx, molecules, t
     assert run.data.metrics["heldout_samples"] == 24
     assert "heldout_loss" in run.data.metrics and "dev_roc_auc" in run.data.metrics
     params = run.data.params
-    assert (params["model.num_layers"], params["model.bidirectional"], params["model.dropout"]) == ("3", "True", "0.2")
-    assert (params["train.optimizer"], params["train.lr"], params["train.weight_decay"]) == ("adamw", "0.001", "0.0001")
+    # the recipe's values and the command line's overrides, each logged
+    assert (params["model.num_layers"], params["model.bidirectional"], params["model.dropout"]) == ("1", "True", "0.2")
+    assert (params["train.optimizer"], params["train.lr"], params["train.weight_decay"]) == ("adamw", "0.01", "0.0001")
     assert params["launcher"] == launcher and params["task"] == "bbbp"
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"heldout_roc_curve.png", "heldout_predictions.csv", "recipe.toml", "model"} <= artifacts
@@ -80,7 +84,7 @@ def test_predictor_reloads_the_checkpoint_and_reproduces_the_exact_heldout_metri
 def test_bad_rows_are_reported_once_and_skipped(run_ddpx, tmp_path):
     path = write_smiles_csv(tmp_path / "bad.csv", n=240, extra_rows="241,empty,1,\r\n242,odd,1,CC X\r\n")
     result = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", f"dataset.path={path}", "train.max_epochs=1",
-                      "model.cell=gru")
+                      "model.cell=gru", *SMALL)
     assert result.returncode == 0, result.output
     gru = SmilesPredictor.from_checkpoint(result.run_dirs()[0] / "checkpoints" / "best.pt").model.rnn
     assert type(gru).__name__ == "GRU"
@@ -99,14 +103,14 @@ def test_download_happens_once_per_machine_from_the_url(run_ddpx, tmp_path):
         url = f"{base}/BBBP.csv"
         data_dir = tmp_path / "data"
         result = run_ddpx("recipe", "bbbp_rnn", "--nproc", "3", "--tracking", "none", "dataset.download=true",
-                          f"dataset.url={url}", "train.max_epochs=1", env={"DDPX_DATA_DIR": str(data_dir)})
+                          f"dataset.url={url}", "train.max_epochs=1", *SMALL, env={"DDPX_DATA_DIR": str(data_dir)})
         assert result.returncode == 0, result.output
         assert (data_dir / "bbbp" / "BBBP.csv").read_bytes() == (served / "BBBP.csv").read_bytes()
         assert requests == ["/BBBP.csv"], "local rank 0 alone downloads"
         assert not list((data_dir / "bbbp").glob("*.part"))
 
         again = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", "dataset.download=true", f"dataset.url={url}",
-                         "train.max_epochs=1", env={"DDPX_DATA_DIR": str(data_dir)})
+                         "train.max_epochs=1", *SMALL, env={"DDPX_DATA_DIR": str(data_dir)})
         assert again.returncode == 0 and len(requests) == 1, "an existing file is not fetched again"
         broken = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", "dataset.download=true",
                           f"dataset.url={base}/nothing.csv", env={"DDPX_DATA_DIR": str(tmp_path / "d2")})
@@ -129,15 +133,18 @@ def test_missing_file_and_missing_rdkit_are_errors_before_launch(run_ddpx, tmp_p
 def test_scaffold_split_and_canonical_smiles_with_rdkit(run_ddpx, molecules):
     pytest.importorskip("rdkit")
     result = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", f"dataset.path={molecules}",
-                      "dataset.split=scaffold", "dataset.canonicalize=true", "train.max_epochs=2")
+                      "dataset.split=scaffold", "dataset.canonicalize=true", "train.max_epochs=2", *SMALL)
     assert result.returncode == 0, result.output
     assert 0.0 <= result.summary()["heldout"]["heldout_roc_auc"] <= 1.0
 
 
 @pytest.mark.skipif(not BBBP.is_file(), reason="the real BBBP file is in ../shared/data (CI has it)")
 def test_real_bbbp_reaches_a_roc_auc_a_broken_pipeline_cannot(run_ddpx, tracking_uri, experiment):
+    # the pipeline on the real file with a one-layer model (held-out ROC-AUC about 0.93 after 3
+    # epochs); the recipe's own model and numbers are measured by benchmarks/bbbp_quality.py
     result = run_ddpx("recipe", "bbbp_rnn", "--launcher", "torchrun", "--nproc", "2", "--tracking-uri", tracking_uri,
-                      "--experiment", experiment, f"dataset.path={BBBP}", "train.max_epochs=3", timeout=600)
+                      "--experiment", experiment, f"dataset.path={BBBP}", "train.max_epochs=3", "model.num_layers=1", "model.d_model=64",
+                      "model.embedding_dim=64", timeout=600)
     assert result.returncode == 0, result.output
     summary = result.summary()
     assert summary["heldout_samples"] == 205  # 10 % of 2050, every molecule scored once

@@ -101,8 +101,8 @@ def test_inside_an_allocation_ranks_start_with_srun(tmp_path):
 def test_preemption_checkpoints_requeues_and_resumes_losing_nothing(run_ddpx, tmp_path, tracking_uri, experiment):
     args = ["recipe", "mlp_synthetic", "--launcher", "slurm", "--nproc", "2", "train.max_epochs=10", "train.patience=0",
             "dataset.train_size=6000"]
-    (tmp_path / "reference").mkdir()
-    reference = run_ddpx(*args, "--wait", "--tracking", "none", cwd=tmp_path / "reference")
+    (tmp_path / "reference").mkdir()  # the uninterrupted run, on the cluster beside the preempted one
+    reference = run_ddpx(*args, "--tracking", "none", cwd=tmp_path / "reference")
     assert reference.returncode == 0, reference.output
 
     preempted = tmp_path / "preempted"
@@ -127,5 +127,6 @@ def test_preemption_checkpoints_requeues_and_resumes_losing_nothing(run_ddpx, tm
     assert [m.step for m in client.get_metric_history(run.info.run_id, "train_loss")] == list(range(1, 11))
     final = torch.load(run_dir / "checkpoints" / "last.pt", weights_only=True)["model"]
     (reference_dir,) = reference.run_dirs()
+    assert wait_for_job((reference_dir / "slurm-job-id").read_text()) == "COMPLETED"
     expected = torch.load(reference_dir / "checkpoints" / "last.pt", weights_only=True)["model"]
     assert all(torch.equal(final[k], expected[k]) for k in expected), "weights differ from the uninterrupted run"

@@ -9,6 +9,7 @@ that fails records its failure in the run folder (see :mod:`ddpx.core.failures`)
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -76,6 +77,7 @@ def _run(job: Job) -> None:
     resume = load_resume_state(job, env.world_size)
     with process_group(backend.name, env, device, timeout_s=job.timeout_s):
         tracker = _start_tracker(job, registry, device, console, resume) if env.is_main else None
+        gc.freeze()  # what is loaded by now lives as long as the rank: later collections skip it
         try:
             result = fit(job, registry, env, device, console, tracker, resume)
         except Preempted:

@@ -42,12 +42,15 @@ def tracked(server, tmp_path_factory):
     env.pop("MLFLOW_TRACKING_URI", None)
 
     def ddpx(*args):
-        return subprocess.run([sys.executable, "-m", "ddpx", *args, "--tracking-uri", server, "--experiment", "ui"],
-                              cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+        return subprocess.Popen([sys.executable, "-m", "ddpx", *args, "--tracking-uri", server, "--experiment", "ui"],
+                                cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    single = ddpx("recipe", TINY, "train.max_epochs=1", "train.lr=0.2")
+    # the run and the sweep at once, as two users of one server would
+    started = ddpx("recipe", TINY, "train.max_epochs=1", "train.lr=0.2"), ddpx("sweep", TINY, "train.lr=0.05,0.1",
+                                                                                "train.max_epochs=1")
+    outputs = [p.communicate(timeout=300) for p in started]
+    single, sweep = (subprocess.CompletedProcess(p.args, p.returncode, *out) for p, out in zip(started, outputs))
     assert single.returncode == 0, single.stdout + single.stderr
-    sweep = ddpx("sweep", TINY, "train.lr=0.05,0.1", "train.max_epochs=1")
     assert sweep.returncode == 0, sweep.stdout + sweep.stderr
     from mlflow.tracking import MlflowClient
 

@@ -27,7 +27,7 @@ def test_help_is_fast_and_imports_nothing_heavy():
     assert time.perf_counter() - start < 5  # generous: this guards against importing torch, not speed
 
 
-def test_usage_errors_answer_without_importing_torch_on_a_machine_without_gpus():
+def test_checks_before_launch_need_no_torch_on_a_machine_without_gpus(tmp_path):
     from ddpx.core.gpus import gpu_driver_present
 
     if gpu_driver_present():
@@ -43,9 +43,14 @@ def test_usage_errors_answer_without_importing_torch_on_a_machine_without_gpus()
         "        main(args)\n"
         "    except SystemExit as exc:\n"
         "        assert exc.code == 2, (args, exc.code)\n"
+        "try:\n"  # a job that passes every check, planned and written out, not submitted
+        "    main(['recipe', 'mlp_synthetic', '--launcher', 'slurm', '--dry-run'])\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
         "print('TORCH=%s' % ('torch' in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+    assert "#SBATCH" in out
     import torch
 
     assert f"GPUS={torch.cuda.device_count()}" in out  # the same answer torch gives

@@ -6,8 +6,9 @@ against the hand-made ``allreduce`` one — training throughput and loss curve, 
 
 Every variant is launched with torchrun on the same machine, same data, model, seeds, batch and
 world size: the plain loop (``benchmarks/plain_ddp_mlp.py``), ``ddpx recipe mlp_synthetic`` with
-``train.wrapper=ddp`` and with ``train.wrapper=allreduce``. The rounds interleave the variants so
-that drift in the machine's speed hits all of them alike. Reported: the median training
+``train.wrapper=ddp`` and with ``train.wrapper=allreduce``. The rounds interleave the variants,
+each round in a rotated order, so that drift in the machine's speed and any advantage of going
+first or last hit all of them alike. Reported: the median training
 samples/s over the epochs after the first (warm-up) across rounds, its ratio to the plain loop,
 the median of the per-round ratios (each variant against the plain loop of the same round), and
 each epoch's training loss. On a small shared machine epoch rates vary by ±10 %: the spread is
@@ -76,10 +77,12 @@ def main() -> None:
     rates: dict[str, list[float]] = {name: [] for name in variants}
     round_medians: dict[str, list[float]] = {name: [] for name in variants}
     losses: dict[str, list[float]] = {}
+    names = list(variants)
     with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(args.rounds):
-            for name, run in variants.items():
-                records = run(Path(tmp))
+        for round_index in range(args.rounds):
+            shift = round_index % len(names)  # each variant takes each place in the order in turn
+            for name in names[shift:] + names[:shift]:
+                records = variants[name](Path(tmp))
                 measured = [r["samples_per_s"] for r in records[1:]]
                 rates[name] += measured
                 round_medians[name].append(statistics.median(measured))
@@ -91,13 +94,16 @@ def main() -> None:
           f"{args.train_size} training samples; {args.epochs} epochs x {args.rounds} rounds")
     base = statistics.median(rates["plain PyTorch DDP loop"])
     plain_rounds = round_medians["plain PyTorch DDP loop"]
-    print("\n| variant | samples/s (median) | middle half of the epochs | vs plain | vs plain, per round (median) |")
-    print("| --- | --- | --- | --- | --- |")
+    print("\n| variant | samples/s (median) | middle half of the epochs | vs plain | vs plain, per round (median) "
+          "| middle half of the rounds |")
+    print("| --- | --- | --- | --- | --- | --- |")
     for name, values in rates.items():
         median = statistics.median(values)
         low, _, high = statistics.quantiles(values, n=4)
-        paired = statistics.median(a / b for a, b in zip(round_medians[name], plain_rounds))
-        print(f"| {name} | {median:,.0f} | {low:,.0f} – {high:,.0f} | {median / base:.3f} | {paired:.3f} |")
+        paired = [a / b for a, b in zip(round_medians[name], plain_rounds)]
+        paired_low, _, paired_high = statistics.quantiles(paired, n=4) if len(paired) > 1 else (paired[0],) * 3
+        print(f"| {name} | {median:,.0f} | {low:,.0f} – {high:,.0f} | {median / base:.3f} | "
+              f"{statistics.median(paired):.3f} | {paired_low:.3f} – {paired_high:.3f} |")
     print("\n| epoch | " + " | ".join(losses) + " |")
     print("| --- |" + " --- |" * len(losses))
     for epoch in range(args.epochs):

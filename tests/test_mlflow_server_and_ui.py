@@ -1,5 +1,6 @@
 """A sweep and a recipe tracked by a real ``mlflow server``, read back through its API, through
-``ddpx runs``, and in MLflow's own UI in Debian's chromium (headless, driven by Playwright).
+``ddpx runs``, and in MLflow's own UI in Debian's chromium (headless, driven by Playwright); and
+jobs started at the same moment into one new experiment.
 
 The screenshots are kept in ``$DDPX_TEST_ARTIFACTS`` (default ``test-artifacts/`` in the
 repository) for a person to look at.
@@ -104,6 +105,42 @@ def test_every_run_records_params_artifacts_dataset_and_system_metrics(tracked, 
     rows = csv_path.read_text().splitlines()
     assert rows[0] == "index,target,predicted,probability" and len(rows) == 1 + 301
     assert model.training is False and sum(p.numel() for p in model.parameters()) > 0
+
+
+# One job's tracker, started when every process is ready (the ready files are the barrier), so
+# that all of them look the new experiment up at the same moment.
+START_AT_ONCE = """
+import sys, time, types
+from pathlib import Path
+from ddpx.plugins.trackers.mlflow import MlflowTracker
+import mlflow.tracking, mlflow.entities
+uri, folder, index, count = sys.argv[1], Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+job = types.SimpleNamespace(tracking_uri=uri, experiment="started-at-once", system_metrics=False)
+tracker = MlflowTracker(job)
+(folder / f"ready-{index}").touch()
+while len(list(folder.glob("ready-*"))) < count:
+    time.sleep(0.001)
+tracker.start(run_name=f"job-{index}", params={"index": index}, tags={})
+tracker.finish("FINISHED")
+print(tracker.experiment_id)
+"""
+
+
+def test_jobs_started_at_once_all_land_in_the_new_experiment(server, tmp_path):
+    import subprocess
+    import sys
+
+    from mlflow.tracking import MlflowClient
+
+    count = 6
+    started = [subprocess.Popen([sys.executable, "-c", START_AT_ONCE, server, str(tmp_path), str(i), str(count)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(count)]
+    outputs = [p.communicate(timeout=120) for p in started]
+    assert all(p.returncode == 0 for p in started), [err[-600:] for _, err in outputs]
+    experiment = MlflowClient(server).get_experiment_by_name("started-at-once")
+    assert {out.split()[-1] for out, _ in outputs} == {experiment.experiment_id}
+    runs = MlflowClient(server).search_runs([experiment.experiment_id])
+    assert sorted(r.info.run_name for r in runs) == [f"job-{i}" for i in range(count)]
 
 
 def test_ddpx_runs_lists_the_server_runs(tracked, server):

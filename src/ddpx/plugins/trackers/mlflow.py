@@ -62,16 +62,29 @@ class MlflowTracker:
             self._client.update_run(self.run_id, status="RUNNING")
             self._start_system_metrics(resume=True)
             return
-        experiment = self._client.get_experiment_by_name(self.experiment)
-        self.experiment_id = (
-            experiment.experiment_id if experiment else self._client.create_experiment(self.experiment)
-        )
+        self.experiment_id = self._experiment_id()
         run = self._client.create_run(self.experiment_id, run_name=run_name, tags=dict(tags))
         self.run_id = run.info.run_id
         items = [Param(key, str(value)[:MAX_PARAM_LENGTH]) for key, value in sorted(params.items())]
         for start in range(0, len(items), 100):  # MLflow takes at most 100 params per batch
             self._client.log_batch(self.run_id, params=items[start : start + 100])
         self._start_system_metrics(resume=False)
+
+    def _experiment_id(self) -> str:
+        """The experiment's id, creating the experiment if it does not exist yet. Jobs started at
+        the same moment (a Slurm array, two terminals) may all find it missing: the one whose
+        create comes second reads back the experiment the first one made."""
+        from mlflow.exceptions import MlflowException
+
+        experiment = self._client.get_experiment_by_name(self.experiment)
+        if experiment is not None:
+            return experiment.experiment_id
+        try:
+            return self._client.create_experiment(self.experiment)
+        except MlflowException as exc:
+            if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
+        return self._client.get_experiment_by_name(self.experiment).experiment_id
 
     def _start_system_metrics(self, resume: bool) -> None:
         if not self.system_metrics:

@@ -17,10 +17,9 @@ DATASET = {"train_size": 1200, "dev_size": 300, "heldout_size": HELDOUT, "dim_in
            "class_sep": 0.8, "label_noise": 0.03}
 
 
-def trained_weights(path):
+def trained_weights(data, path):
     """The tiny recipe's model, trained a little in this process (a plain state dict)."""
     torch.manual_seed(0)
-    data = make_splits(DATASET, seed=0)
     model = MLP(64, 8, 64, 3)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     inputs, targets = data.train.tensors
@@ -33,7 +32,8 @@ def trained_weights(path):
 
 
 def test_heldout_metric_is_identical_for_1_2_and_3_ranks(run_ddpx, tmp_path):
-    weights = trained_weights(tmp_path / "weights.pt")
+    data = make_splits(DATASET, seed=0)
+    weights = trained_weights(data, tmp_path / "weights.pt")
 
     scores = {}
     for nproc in (1, 2, 3):
@@ -47,7 +47,6 @@ def test_heldout_metric_is_identical_for_1_2_and_3_ranks(run_ddpx, tmp_path):
         scores[nproc] = summary["heldout"]
 
     # a plain single-process computation over exactly the held-out split
-    data = make_splits(DATASET, seed=0)
     model = MLP(64, 8, 64, 3)
     load_model_weights(model, weights)
     model.eval()

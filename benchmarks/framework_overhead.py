@@ -2,7 +2,8 @@
 against the hand-made ``allreduce`` one — training throughput and loss curve, side by side.
 
     python benchmarks/framework_overhead.py [--epochs 3] [--rounds 8] [--nproc 2] [--train-size 40000]
-                                            [--backend gloo|nccl]
+                                            [--backend gloo|nccl] [--wrappers ddp,allreduce]
+                                            [--save rounds.json]
 
 Every variant is launched with torchrun on the same machine, same data, model, seeds, batch and
 world size: the plain loop (``benchmarks/plain_ddp_mlp.py``), ``ddpx recipe mlp_synthetic`` with
@@ -16,7 +17,10 @@ printed with the median; longer epochs (``--train-size``) and more rounds narrow
 
 ``--backend nccl`` runs every variant on one GPU per rank; with several GPUs it adds
 ``train.wrapper=dp``: one process over ``--nproc`` GPUs with the same global batch (its sampler
-order, and so its loss curve, differs from the others').
+order, and so its loss curve, differs from the others'). ``--wrappers ddp`` leaves the slower
+hand-made wrapper out, which fits about twice the rounds into the same time when only ddpx
+against the plain loop is in question. ``--save`` writes every epoch's rate, round by round, as
+JSON, so that separate runs can be pooled.
 """
 
 from __future__ import annotations
@@ -59,6 +63,14 @@ def run_ddpx(epochs: int, nproc: int, folder: Path, train_size: int, backend: st
     return records
 
 
+def middle_half(values: list[float]) -> tuple[float, float]:
+    """The first and third quartiles (both the value itself when there is only one)."""
+    if len(values) < 2:
+        return values[0], values[0]
+    low, _, high = statistics.quantiles(values, n=4)
+    return low, high
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=3)
@@ -66,15 +78,21 @@ def main() -> None:
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("--train-size", type=int, default=40000, help="training samples (the epoch's length)")
     parser.add_argument("--backend", default="gloo", choices=("gloo", "nccl"), help="nccl: one GPU per rank")
+    parser.add_argument("--wrappers", default="ddp,allreduce",
+                        help="comma-separated ddpx wrappers to run beside the plain loop (dp is added on several GPUs)")
+    parser.add_argument("--save", type=Path, help="write every epoch's rate, round by round, to this JSON file")
     args = parser.parse_args()
 
     size = dict(epochs=args.epochs, nproc=args.nproc, train_size=args.train_size, backend=args.backend)
-    variants = {"plain PyTorch DDP loop": lambda f: run_plain(folder=f, **size),
-                "ddpx, train.wrapper=ddp": lambda f: run_ddpx(folder=f, wrapper="ddp", **size),
-                "ddpx, train.wrapper=allreduce": lambda f: run_ddpx(folder=f, wrapper="allreduce", **size)}
-    if args.backend == "nccl" and args.nproc > 1 and torch.cuda.device_count() >= args.nproc:
-        variants["ddpx, train.wrapper=dp (one process)"] = lambda f: run_ddpx(folder=f, wrapper="dp", **size)
+    wrappers = [w for w in args.wrappers.split(",") if w]
+    if args.backend == "nccl" and args.nproc > 1 and torch.cuda.device_count() >= args.nproc and "dp" not in wrappers:
+        wrappers.append("dp")
+    variants = {"plain PyTorch DDP loop": lambda f: run_plain(folder=f, **size)}
+    for wrapper in wrappers:
+        label = f"ddpx, train.wrapper={wrapper}" + (" (one process)" if wrapper == "dp" else "")
+        variants[label] = lambda f, wrapper=wrapper: run_ddpx(folder=f, wrapper=wrapper, **size)
     rates: dict[str, list[float]] = {name: [] for name in variants}
+    by_round: dict[str, list[list[float]]] = {name: [] for name in variants}
     round_medians: dict[str, list[float]] = {name: [] for name in variants}
     losses: dict[str, list[float]] = {}
     names = list(variants)
@@ -85,9 +103,12 @@ def main() -> None:
                 records = variants[name](Path(tmp))
                 measured = [r["samples_per_s"] for r in records[1:]]
                 rates[name] += measured
+                by_round[name].append(measured)
                 round_medians[name].append(statistics.median(measured))
                 losses[name] = [r["train_loss"] for r in records]
 
+    if args.save:
+        args.save.write_text(json.dumps({"settings": vars(args) | {"save": str(args.save)}, "rates": by_round}, indent=1))
     where = torch.cuda.get_device_name() if args.backend == "nccl" else f"{torch.get_num_threads()} CPU threads"
     print(f"machine: {platform.machine()}, {where}; torch {torch.__version__}; {args.backend}, {args.nproc} ranks; "
           "mlp_synthetic (4 x 256 MLP, batch 64 per rank); "
@@ -99,9 +120,9 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- |")
     for name, values in rates.items():
         median = statistics.median(values)
-        low, _, high = statistics.quantiles(values, n=4)
+        low, high = middle_half(values)
         paired = [a / b for a, b in zip(round_medians[name], plain_rounds)]
-        paired_low, _, paired_high = statistics.quantiles(paired, n=4) if len(paired) > 1 else (paired[0],) * 3
+        paired_low, paired_high = middle_half(paired)
         print(f"| {name} | {median:,.0f} | {low:,.0f} – {high:,.0f} | {median / base:.3f} | "
               f"{statistics.median(paired):.3f} | {paired_low:.3f} – {paired_high:.3f} |")
     print("\n| epoch | " + " | ".join(losses) + " |")

@@ -20,7 +20,7 @@ printed with the median; longer epochs (``--train-size``) and more rounds narrow
 order, and so its loss curve, differs from the others'). ``--wrappers ddp`` leaves the slower
 hand-made wrapper out, which fits about twice the rounds into the same time when only ddpx
 against the plain loop is in question. ``--save`` writes every epoch's rate, round by round, as
-JSON, so that separate runs can be pooled.
+JSON after each round, so that separate runs, or one cut short, can be pooled.
 """
 
 from __future__ import annotations
@@ -106,9 +106,10 @@ def main() -> None:
                 by_round[name].append(measured)
                 round_medians[name].append(statistics.median(measured))
                 losses[name] = [r["train_loss"] for r in records]
+            if args.save:  # after every round, so that a run cut short keeps what it measured
+                settings = vars(args) | {"save": str(args.save)}
+                args.save.write_text(json.dumps({"settings": settings, "rates": by_round}, indent=1))
 
-    if args.save:
-        args.save.write_text(json.dumps({"settings": vars(args) | {"save": str(args.save)}, "rates": by_round}, indent=1))
     where = torch.cuda.get_device_name() if args.backend == "nccl" else f"{torch.get_num_threads()} CPU threads"
     print(f"machine: {platform.machine()}, {where}; torch {torch.__version__}; {args.backend}, {args.nproc} ranks; "
           "mlp_synthetic (4 x 256 MLP, batch 64 per rank); "

@@ -4,6 +4,7 @@ against the hand-made ``allreduce`` one — training throughput and loss curve, 
     python benchmarks/framework_overhead.py [--epochs 3] [--rounds 8] [--nproc 2] [--train-size 40000]
                                             [--backend gloo|nccl] [--wrappers ddp,allreduce]
                                             [--save rounds.json]
+    python benchmarks/framework_overhead.py --pool rounds.json more-rounds.json
 
 Every variant is launched with torchrun on the same machine, same data, model, seeds, batch and
 world size: the plain loop (``benchmarks/plain_ddp_mlp.py``), ``ddpx recipe mlp_synthetic`` with
@@ -11,8 +12,8 @@ world size: the plain loop (``benchmarks/plain_ddp_mlp.py``), ``ddpx recipe mlp_
 each round in a rotated order, so that drift in the machine's speed and any advantage of going
 first or last hit all of them alike. Reported: the median training
 samples/s over the epochs after the first (warm-up) across rounds, its ratio to the plain loop,
-the median of the per-round ratios (each variant against the plain loop of the same round), and
-each epoch's training loss. On a small shared machine epoch rates vary by ±10 %: the spread is
+the median of the per-round ratios (each variant against the plain loop of the same round) and
+their mean with its standard error, and each epoch's training loss. On a small shared machine epoch rates vary by ±10 %: the spread is
 printed with the median; longer epochs (``--train-size``) and more rounds narrow it.
 
 ``--backend nccl`` runs every variant on one GPU per rank; with several GPUs it adds
@@ -20,7 +21,8 @@ printed with the median; longer epochs (``--train-size``) and more rounds narrow
 order, and so its loss curve, differs from the others'). ``--wrappers ddp`` leaves the slower
 hand-made wrapper out, which fits about twice the rounds into the same time when only ddpx
 against the plain loop is in question. ``--save`` writes every epoch's rate, round by round, as
-JSON after each round, so that separate runs, or one cut short, can be pooled.
+JSON after each round, so that separate runs, or one cut short, can be pooled:
+``--pool a.json b.json`` reports saved runs of the same settings together as one.
 """
 
 from __future__ import annotations
@@ -33,8 +35,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-
-import torch
 
 HERE = Path(__file__).resolve().parent
 
@@ -71,6 +71,77 @@ def middle_half(values: list[float]) -> tuple[float, float]:
     return low, high
 
 
+PLAIN = "plain PyTorch DDP loop"
+
+
+def measure(args: argparse.Namespace) -> dict:
+    """Run the rounds; return every epoch's rate per variant and round, and each variant's loss curve."""
+    import torch  # here, so that reporting saved runs (--pool) starts at once
+
+    size = dict(epochs=args.epochs, nproc=args.nproc, train_size=args.train_size, backend=args.backend)
+    wrappers = [w for w in args.wrappers.split(",") if w]
+    if args.backend == "nccl" and args.nproc > 1 and torch.cuda.device_count() >= args.nproc and "dp" not in wrappers:
+        wrappers.append("dp")
+    variants = {PLAIN: lambda f: run_plain(folder=f, **size)}
+    for wrapper in wrappers:
+        label = f"ddpx, train.wrapper={wrapper}" + (" (one process)" if wrapper == "dp" else "")
+        variants[label] = lambda f, wrapper=wrapper: run_ddpx(folder=f, wrapper=wrapper, **size)
+    where = torch.cuda.get_device_name() if args.backend == "nccl" else f"{torch.get_num_threads()} CPU threads"
+    settings = {"machine": f"{platform.machine()}, {where}; torch {torch.__version__}", "backend": args.backend,
+                "nproc": args.nproc, "train_size": args.train_size, "epochs": args.epochs}
+    run = {"settings": settings, "rates": {name: [] for name in variants}, "losses": {}}
+    names = list(variants)
+    with tempfile.TemporaryDirectory() as tmp:
+        for round_index in range(args.rounds):
+            shift = round_index % len(names)  # each variant takes each place in the order in turn
+            for name in names[shift:] + names[:shift]:
+                records = variants[name](Path(tmp))
+                run["rates"][name].append([r["samples_per_s"] for r in records[1:]])
+                run["losses"][name] = [r["train_loss"] for r in records]
+            if args.save:  # after every round, so that a run cut short keeps what it measured
+                args.save.write_text(json.dumps(run, indent=1))
+    return run
+
+
+def pool(paths: list[Path]) -> dict:
+    """Saved runs of the same settings as one run: their rounds one after the other."""
+    runs = [json.loads(path.read_text()) for path in paths]
+    for path, other in zip(paths[1:], runs[1:]):
+        if other["settings"] != runs[0]["settings"]:
+            raise SystemExit(f"{path} was measured with other settings than {paths[0]}: "
+                             f"{other['settings']} against {runs[0]['settings']}")
+    names = [name for name in runs[0]["rates"] if all(name in other["rates"] for other in runs)]
+    rates = {name: [rounds for run in runs for rounds in run["rates"][name]] for name in names}
+    return {"settings": runs[0]["settings"], "rates": rates, "losses": runs[-1]["losses"]}
+
+
+def report(run: dict) -> None:
+    settings, rates = run["settings"], run["rates"]
+    print(f"machine: {settings['machine']}; {settings['backend']}, {settings['nproc']} ranks; "
+          "mlp_synthetic (4 x 256 MLP, batch 64 per rank); "
+          f"{settings['train_size']} training samples; {settings['epochs']} epochs x {len(rates[PLAIN])} rounds")
+    base = statistics.median(rate for rounds in rates[PLAIN] for rate in rounds)
+    plain_rounds = [statistics.median(rounds) for rounds in rates[PLAIN]]
+    print("\n| variant | samples/s (median) | middle half of the epochs | vs plain | vs plain, per round (median) "
+          "| middle half of the rounds | per round, mean ± standard error |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, by_round in rates.items():
+        values = [rate for rounds in by_round for rate in rounds]
+        median = statistics.median(values)
+        low, high = middle_half(values)
+        paired = [statistics.median(rounds) / plain for rounds, plain in zip(by_round, plain_rounds)]
+        paired_low, paired_high = middle_half(paired)
+        error = statistics.stdev(paired) / len(paired) ** 0.5 if len(paired) > 1 else float("nan")
+        print(f"| {name} | {median:,.0f} | {low:,.0f} – {high:,.0f} | {median / base:.3f} | "
+              f"{statistics.median(paired):.3f} | {paired_low:.3f} – {paired_high:.3f} | "
+              f"{statistics.fmean(paired):.3f} ± {error:.3f} |")
+    losses = run["losses"]
+    print("\n| epoch | " + " | ".join(losses) + " |")
+    print("| --- |" + " --- |" * len(losses))
+    for epoch in range(settings["epochs"]):
+        print(f"| {epoch + 1} | " + " | ".join(f"{losses[n][epoch]:.6f}" for n in losses) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=3)
@@ -81,55 +152,10 @@ def main() -> None:
     parser.add_argument("--wrappers", default="ddp,allreduce",
                         help="comma-separated ddpx wrappers to run beside the plain loop (dp is added on several GPUs)")
     parser.add_argument("--save", type=Path, help="write every epoch's rate, round by round, to this JSON file")
+    parser.add_argument("--pool", type=Path, nargs="+", metavar="SAVED",
+                        help="measure nothing: report runs saved with --save together, as one")
     args = parser.parse_args()
-
-    size = dict(epochs=args.epochs, nproc=args.nproc, train_size=args.train_size, backend=args.backend)
-    wrappers = [w for w in args.wrappers.split(",") if w]
-    if args.backend == "nccl" and args.nproc > 1 and torch.cuda.device_count() >= args.nproc and "dp" not in wrappers:
-        wrappers.append("dp")
-    variants = {"plain PyTorch DDP loop": lambda f: run_plain(folder=f, **size)}
-    for wrapper in wrappers:
-        label = f"ddpx, train.wrapper={wrapper}" + (" (one process)" if wrapper == "dp" else "")
-        variants[label] = lambda f, wrapper=wrapper: run_ddpx(folder=f, wrapper=wrapper, **size)
-    rates: dict[str, list[float]] = {name: [] for name in variants}
-    by_round: dict[str, list[list[float]]] = {name: [] for name in variants}
-    round_medians: dict[str, list[float]] = {name: [] for name in variants}
-    losses: dict[str, list[float]] = {}
-    names = list(variants)
-    with tempfile.TemporaryDirectory() as tmp:
-        for round_index in range(args.rounds):
-            shift = round_index % len(names)  # each variant takes each place in the order in turn
-            for name in names[shift:] + names[:shift]:
-                records = variants[name](Path(tmp))
-                measured = [r["samples_per_s"] for r in records[1:]]
-                rates[name] += measured
-                by_round[name].append(measured)
-                round_medians[name].append(statistics.median(measured))
-                losses[name] = [r["train_loss"] for r in records]
-            if args.save:  # after every round, so that a run cut short keeps what it measured
-                settings = vars(args) | {"save": str(args.save)}
-                args.save.write_text(json.dumps({"settings": settings, "rates": by_round}, indent=1))
-
-    where = torch.cuda.get_device_name() if args.backend == "nccl" else f"{torch.get_num_threads()} CPU threads"
-    print(f"machine: {platform.machine()}, {where}; torch {torch.__version__}; {args.backend}, {args.nproc} ranks; "
-          "mlp_synthetic (4 x 256 MLP, batch 64 per rank); "
-          f"{args.train_size} training samples; {args.epochs} epochs x {args.rounds} rounds")
-    base = statistics.median(rates["plain PyTorch DDP loop"])
-    plain_rounds = round_medians["plain PyTorch DDP loop"]
-    print("\n| variant | samples/s (median) | middle half of the epochs | vs plain | vs plain, per round (median) "
-          "| middle half of the rounds |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for name, values in rates.items():
-        median = statistics.median(values)
-        low, high = middle_half(values)
-        paired = [a / b for a, b in zip(round_medians[name], plain_rounds)]
-        paired_low, paired_high = middle_half(paired)
-        print(f"| {name} | {median:,.0f} | {low:,.0f} – {high:,.0f} | {median / base:.3f} | "
-              f"{statistics.median(paired):.3f} | {paired_low:.3f} – {paired_high:.3f} |")
-    print("\n| epoch | " + " | ".join(losses) + " |")
-    print("| --- |" + " --- |" * len(losses))
-    for epoch in range(args.epochs):
-        print(f"| {epoch + 1} | " + " | ".join(f"{losses[n][epoch]:.6f}" for n in losses) + " |")
+    report(pool(args.pool) if args.pool else measure(args))
 
 
 if __name__ == "__main__":

@@ -128,12 +128,16 @@ class MetricSpec:
 
     ``compute(targets, outputs)`` receives numpy arrays: the targets and the model's raw
     outputs (logits), in dataset order. ``greater_is_better`` drives model selection.
+    ``imports`` names modules ``compute`` imports (say ``"sklearn.metrics"``): the rank that
+    computes the metric imports them while it starts, so that the first dev evaluation does not
+    stop that rank for the import while the others wait, between the first and second epochs.
     """
 
     name: str
     description: str
     compute: Callable[["np.ndarray", "np.ndarray"], float]
     greater_is_better: bool = True
+    imports: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

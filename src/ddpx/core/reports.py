@@ -63,12 +63,19 @@ def predictions_csv(header: list[str], columns: list[np.ndarray], path: Path) ->
     return path
 
 
-def confusion_matrix_png(targets: np.ndarray, predicted: np.ndarray, classes: list[str], path: Path) -> Path:
-    from sklearn.metrics import confusion_matrix
+def confusion_counts(targets: np.ndarray, predicted: np.ndarray, n_classes: int) -> np.ndarray:
+    """``counts[i, j]``: samples of true class ``i`` predicted as ``j`` (labels outside
+    ``range(n_classes)`` are left out)."""
+    targets, predicted = np.asarray(targets, dtype=np.int64), np.asarray(predicted, dtype=np.int64)
+    known = (targets >= 0) & (targets < n_classes) & (predicted >= 0) & (predicted < n_classes)
+    cells = np.bincount(targets[known] * n_classes + predicted[known], minlength=n_classes * n_classes)
+    return cells.reshape(n_classes, n_classes)
 
+
+def confusion_matrix_png(targets: np.ndarray, predicted: np.ndarray, classes: list[str], path: Path) -> Path:
     plt = _pyplot()
 
-    matrix = confusion_matrix(targets, predicted, labels=list(range(len(classes))))
+    matrix = confusion_counts(targets, predicted, len(classes))
     size = max(4.0, 0.45 * len(classes) + 2)
     fig, ax = plt.subplots(figsize=(size, size))
     ax.imshow(matrix, cmap="Blues")

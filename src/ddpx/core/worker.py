@@ -10,6 +10,7 @@ that fails records its failure in the run folder (see :mod:`ddpx.core.failures`)
 from __future__ import annotations
 
 import gc
+import importlib
 import json
 import os
 import signal
@@ -77,6 +78,8 @@ def _run(job: Job) -> None:
     resume = load_resume_state(job, env.world_size)
     with process_group(backend.name, env, device, timeout_s=job.timeout_s):
         tracker = _start_tracker(job, registry, device, console, resume) if env.is_main else None
+        if env.is_main:
+            _import_metric_modules(job, registry)
         gc.freeze()  # what is loaded by now lives as long as the rank: later collections skip it
         try:
             result = fit(job, registry, env, device, console, tracker, resume)
@@ -94,6 +97,14 @@ def _run(job: Job) -> None:
                                      "heldout_samples": float(result.heldout_samples)})
                 tracker.finish("FINISHED")
             job.paths.summary_file.write_text(json.dumps(asdict(result), indent=2), encoding="utf-8")
+
+
+def _import_metric_modules(job: Job, registry) -> None:
+    """Rank 0 computes the dev metric after every epoch: it imports what the metric needs now,
+    not between the first and second epochs while the other ranks wait for it."""
+    metric = registry.get("metrics", registry.get("tasks", job.config["task"]).metric)
+    for module in metric.imports:
+        importlib.import_module(module)
 
 
 def _start_tracker(job, registry, device, console, resume):

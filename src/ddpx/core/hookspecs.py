@@ -68,7 +68,9 @@ def register_metrics(register: Callable[["MetricSpec"], None]) -> None:
     """Register metrics, computed once over a complete gathered split (never per shard).
 
     Call ``register(MetricSpec(...))`` once per metric. A task names its metric; the held-out
-    value is logged as ``heldout_<name>`` and the dev value as ``dev_<name>``.
+    value is logged as ``heldout_<name>`` and the dev value as ``dev_<name>``. A metric whose
+    ``compute`` imports a library that is slow to import lists it in ``MetricSpec.imports``:
+    rank 0 imports it as it starts, not after the first epoch while the other ranks wait.
     """
 
 

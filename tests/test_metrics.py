@@ -38,14 +38,15 @@ def test_confusion_counts_equal_scikit_learns():
     assert counts.sum() == 995
 
 
-def in_fresh_python(code: str) -> str:
+def python_output(code: str) -> str:
+    """What a new interpreter running ``code`` prints."""
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
 
 
 def test_accuracy_tasks_never_import_scikit_learn(tmp_path):
     """An accuracy task's dev metric and held-out reports need numpy only: scikit-learn (with
     pandas and pyarrow) is not imported mid-run on rank 0 while the other ranks wait."""
-    out = in_fresh_python(
+    out = python_output(
         "import sys, types, numpy as np, torch\n"
         "from ddpx.plugins.metrics import accuracy\n"
         "from ddpx.core.reports import heldout_reports\n"
@@ -63,7 +64,7 @@ def test_accuracy_tasks_never_import_scikit_learn(tmp_path):
 
 @pytest.mark.parametrize("task, imported", [("bbbp", True), ("mlp_synthetic", False)])
 def test_rank_zero_imports_what_its_metric_needs_before_training(task, imported):
-    out = in_fresh_python(
+    out = python_output(
         "import sys, types\n"
         "from ddpx.core.registry import load_registry\n"
         "from ddpx.core.worker import _import_metric_modules\n"

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -58,8 +59,7 @@ def run_ddpx(epochs: int, nproc: int, folder: Path, train_size: int, backend: st
                     f"dataset.train_size={train_size}", *batch], check=True, capture_output=True)
     (run_dir,) = runs.iterdir()
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line]
-    for path in runs.iterdir():
-        subprocess.run(["rm", "-rf", str(path)], check=True)
+    shutil.rmtree(runs)
     return records
 
 
@@ -105,7 +105,10 @@ def measure(args: argparse.Namespace) -> dict:
 
 def pool(paths: list[Path]) -> dict:
     """Saved runs of the same settings as one run: their rounds one after the other."""
-    runs = [json.loads(path.read_text()) for path in paths]
+    try:
+        runs = [json.loads(path.read_text()) for path in paths]
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"cannot read a saved run: {exc}. Pass files written by --save.") from None
     for path, other in zip(paths[1:], runs[1:]):
         if other["settings"] != runs[0]["settings"]:
             raise SystemExit(f"{path} was measured with other settings than {paths[0]}: "

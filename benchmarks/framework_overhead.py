@@ -43,8 +43,9 @@ HERE = Path(__file__).resolve().parent
 def run_plain(epochs: int, nproc: int, folder: Path, train_size: int, backend: str) -> list[dict]:
     out = folder / "plain.json"
     subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-                    str(HERE / "plain_ddp_mlp.py"), "--epochs", str(epochs), "--train-size", str(train_size),
-                    "--backend", backend, "--out", str(out)], check=True, capture_output=True)
+                    f"--log-dir={folder / 'torchrun-logs'}", str(HERE / "plain_ddp_mlp.py"), "--epochs", str(epochs),
+                    "--train-size", str(train_size), "--backend", backend, "--out", str(out)],
+                   check=True, capture_output=True)
     return json.loads(out.read_text())
 
 

@@ -62,7 +62,8 @@ def main() -> None:
             "ddpx recipe, --launcher spawn": [*recipe, "--launcher", "spawn"],
             "ddpx recipe, --launcher torchrun": [*recipe, "--launcher", "torchrun"],
             "bare torchrun, plain DDP script": [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                                                f"--nproc-per-node={args.nproc}", str(HERE / "plain_ddp_mlp.py"),
+                                                f"--nproc-per-node={args.nproc}", f"--log-dir={Path(tmp) / 'logs'}",
+                                                str(HERE / "plain_ddp_mlp.py"),
                                                 "--epochs", "1", "--train-size", "1200", "--stamp", str(stamp)],
         }
         startup = {"ddpx --help": [*ddpx, "--help"], "ddpx recipes": [*ddpx, "recipes"]}

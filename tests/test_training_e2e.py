@@ -22,12 +22,14 @@ def only_run(uri, experiment):
 
 
 @pytest.mark.parametrize("launcher, nproc", [("spawn", None), ("torchrun", 2), ("torchrun", 3)])
-def test_launchers_run_the_job_and_log_one_mlflow_run(run_ddpx, tracking_uri, experiment, launcher, nproc):
+def test_launchers_run_the_job_and_log_one_mlflow_run(run_ddpx, tracking_uri, experiment, launcher, nproc, tmp_path):
     args = ["recipe", TINY, "--launcher", launcher, "--tracking-uri", tracking_uri, "--experiment", experiment,
             "train.lr=0.05"]
     if nproc:
         args += ["--nproc", str(nproc)]
-    result = run_ddpx(*args)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    result = run_ddpx(*args, env={"TMPDIR": str(temp)})
     assert result.returncode == 0, result.output
     world = nproc or 2  # the default on a machine without GPUs
     assert f"on {world} rank(s), launcher {launcher}, backend gloo" in result.stdout
@@ -65,6 +67,10 @@ def test_launchers_run_the_job_and_log_one_mlflow_run(run_ddpx, tracking_uri, ex
         assert state["tracking_run_id"] == run.info.run_id
     assert torch.load(ckpt_dir / "best.pt", weights_only=True)["epoch"] == summary["best_epoch"]
     assert processes_with_marker(result.marker) == []
+    assert not list(temp.glob("torchelastic_*")), "torchrun's folders belong in the run folder, not in TMPDIR"
+    if launcher == "torchrun":  # one folder per rank of the first attempt
+        attempt = next((result.run_dirs()[0] / "torchrun-logs").glob("*/attempt_0"))
+        assert sorted(p.name for p in attempt.iterdir()) == [str(rank) for rank in range(world)]
 
 
 def test_default_recipe_gets_close_to_its_ceiling_in_the_default_store(run_ddpx, tmp_path):

@@ -11,6 +11,7 @@ Layout (``ddpx-runs/<recipe>-<time>/`` by default)::
     tracking.json       which tracker run rank 0 logs to
     failures/rank-N.json  what failed on rank N
     launcher.log        the launcher's own output (torchrun)
+    torchrun-logs/      torchrun's per-attempt, per-rank folders (instead of a new one in /tmp per run)
 """
 
 from __future__ import annotations
@@ -80,3 +81,7 @@ class RunDir:
     @property
     def launcher_log(self) -> Path:
         return self.root / "launcher.log"
+
+    @property
+    def torchrun_logs(self) -> Path:
+        return self.root / "torchrun-logs"

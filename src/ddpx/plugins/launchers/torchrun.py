@@ -4,7 +4,9 @@ One node: ``--standalone`` rendezvous on a free port. Several: ``--nnodes N`` wi
 ``--rdzv-endpoint HOST:PORT`` (c10d rendezvous), the same command on every node.
 ``--max-restarts`` is passed through. The ranks run ``python -m ddpx.core.worker JOB_FILE``;
 rank 0's output reaches the terminal, torchrun's own messages go to the run folder's
-``launcher.log``.
+``launcher.log`` and its per-attempt folders to ``torchrun-logs/`` there (left to itself,
+torchrun makes a new ``torchelastic_*`` folder in the temporary directory on every run and
+never removes it).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from ddpx.core.job import Job
 def command(job: Job) -> list[str]:
     """The torchrun command line for ``job``."""
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={job.nproc_per_node}",
-           f"--max-restarts={job.max_restarts}"]
+           f"--max-restarts={job.max_restarts}", f"--log-dir={job.paths.torchrun_logs}"]
     if job.nnodes == 1 and not job.rdzv_endpoint and job.master_port:
         cmd += ["--nnodes=1", "--rdzv-backend=c10d", f"--rdzv-endpoint={job.master_addr}:{job.master_port}"]
     elif job.nnodes == 1 and not job.rdzv_endpoint:

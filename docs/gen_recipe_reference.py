@@ -4,8 +4,9 @@ from pathlib import Path
 
 import mkdocs_gen_files
 
-from ddpx.core.recipes import list_recipes, resolve_recipe
-from ddpx.core.registry import load_registry
+from ddpx.config.listing import list_recipes
+from ddpx.config.recipe import resolve_recipe
+from ddpx.plugin_host.registry import load_registry
 
 registry = load_registry()
 lines = ["# Built-in recipes", "", "Generated from the recipe files at build time; `ddpx show NAME` prints the same.", ""]

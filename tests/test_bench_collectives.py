@@ -5,7 +5,7 @@ import json
 import pytest
 
 from ddpx.cli.bench_commands import parse_bytes
-from ddpx.core.collectives_bench import bus_factor, message_sizes
+from ddpx.cli.collectives_bench import bus_factor, message_sizes
 
 
 def test_sizes_and_bus_factors_follow_nccl_tests():

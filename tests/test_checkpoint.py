@@ -5,7 +5,7 @@ import os
 import pytest
 import torch
 
-from ddpx.core.checkpoint import (
+from ddpx.rank.checkpoint import (
     load_checkpoint,
     load_model_weights,
     model_state_from,
@@ -14,7 +14,7 @@ from ddpx.core.checkpoint import (
     save_checkpoint,
     strip_wrapper_prefixes,
 )
-from ddpx.core.errors import UserError
+from ddpx.contract.errors import UserError
 
 
 class Payload:

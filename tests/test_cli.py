@@ -23,7 +23,7 @@ def in_fresh_python(commands: list[tuple[list[str], int]], cwd=None) -> tuple[st
         "    except SystemExit as exc:\n"
         "        assert (exc.code or 0) == expected, (args, exc.code)\n"
         f"print('HEAVY=' + ','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
-        "from ddpx.core.gpus import local_gpu_count\n"
+        "from ddpx.launch.gpus import local_gpu_count\n"
         "print('GPUS=%d' % local_gpu_count())\n"
     )
     out = subprocess.run([sys.executable, "-c", code, json.dumps(commands)], capture_output=True, text=True,
@@ -42,7 +42,7 @@ def test_help_is_fast_and_imports_nothing_heavy():
 
 
 def test_checks_before_launch_need_no_torch_on_a_machine_without_gpus(tmp_path):
-    from ddpx.core.gpus import gpu_driver_present
+    from ddpx.launch.gpus import gpu_driver_present
 
     if gpu_driver_present():
         pytest.skip("this machine has a GPU driver: torch is asked how many GPUs it can use")

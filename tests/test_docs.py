@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ddpx.core.hookspecs import hook_names
-from ddpx.core.recipes import read_recipe_file
-from ddpx.core.registry import load_registry
+from ddpx.contract.hookspecs import hook_names
+from ddpx.config.recipe_files import read_recipe_file
+from ddpx.plugin_host.registry import load_registry
 
 ROOT = Path(__file__).parent.parent
 
@@ -31,7 +31,7 @@ def page(site: Path, path: str) -> str:
 def test_every_hook_is_in_the_hook_reference(site):
     reference = page(site, "plugins/hooks")
     for name in hook_names():
-        assert f'id="ddpx.core.hookspecs.{name}"' in reference, f"hook {name} is undocumented"
+        assert f'id="ddpx.contract.hookspecs.{name}"' in reference, f"hook {name} is undocumented"
 
 
 def test_every_recipe_is_documented(site):

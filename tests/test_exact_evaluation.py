@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from sklearn.metrics import accuracy_score
 
 from conftest import TEST_RECIPES
-from ddpx.core.checkpoint import load_model_weights
+from ddpx.rank.checkpoint import load_model_weights
 from ddpx.plugins.mlp_synthetic.data import make_splits
 from ddpx.plugins.mlp_synthetic.model import MLP
 

@@ -61,6 +61,6 @@ def test_installed_example_plugin_lists_runs_passes_its_tests_and_uninstalls(run
 def test_run_recipe_registers_uninstalled_plugins_in_every_rank(tmp_path):
     result = run_recipe(str(TESTS / "recipes" / "tiny_mlp.toml"), ["model.name=rank_seeded_mlp", "train.max_epochs=1"],
                         plugins=["ddpx_testplug_rank_params"], nproc=2, workdir=tmp_path)
-    assert result.summary["heldout_samples"] == 301 and result.checkpoint.is_file()
+    assert result.summary.heldout_samples == 301 and result.checkpoint.is_file()
     starts = [torch.load(result.run_dir / f"start-params-rank{r}.pt", weights_only=True) for r in range(2)]
     assert all(torch.equal(starts[0][k], starts[1][k]) for k in starts[0])  # the plugin ran in both ranks

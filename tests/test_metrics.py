@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, confusion_matrix
 
-from ddpx.core.reports import confusion_counts
+from ddpx.records.reports import confusion_counts
 from ddpx.plugins.metrics import accuracy
 
 
@@ -49,7 +49,7 @@ def test_accuracy_tasks_never_import_scikit_learn(tmp_path):
     out = python_output(
         "import sys, types, numpy as np, torch\n"
         "from ddpx.plugins.metrics import accuracy\n"
-        "from ddpx.core.reports import heldout_reports\n"
+        "from ddpx.records.reports import heldout_reports\n"
         "rng = np.random.default_rng(0)\n"
         "outputs = rng.normal(size=(64, 4)).astype(np.float32)\n"
         "targets = rng.integers(0, 4, size=64)\n"
@@ -66,8 +66,8 @@ def test_accuracy_tasks_never_import_scikit_learn(tmp_path):
 def test_rank_zero_imports_what_its_metric_needs_before_training(task, imported):
     out = python_output(
         "import sys, types\n"
-        "from ddpx.core.registry import load_registry\n"
-        "from ddpx.core.worker import _import_metric_modules\n"
+        "from ddpx.plugin_host.registry import load_registry\n"
+        "from ddpx.rank.worker import _import_metric_modules\n"
         f"_import_metric_modules(types.SimpleNamespace(config={{'task': {task!r}}}), load_registry())\n"
         "print('sklearn.metrics' in sys.modules)\n"
     )

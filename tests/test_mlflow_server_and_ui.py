@@ -98,7 +98,7 @@ def test_every_run_records_params_artifacts_dataset_and_system_metrics(tracked, 
     # the best model's artifacts rebuild a model that predicts what the run reported
     run = children[0]
     folder = Path(client.download_artifacts(run.info.run_id, "model", str(tmp_path)))
-    from ddpx.core.model_export import load_model
+    from ddpx.api import load_model
 
     model = load_model(folder)
     csv_path = Path(client.download_artifacts(run.info.run_id, "heldout_predictions.csv", str(tmp_path)))
@@ -110,13 +110,14 @@ def test_every_run_records_params_artifacts_dataset_and_system_metrics(tracked, 
 # One job's tracker, started when every process is ready (the ready files are the barrier), so
 # that all of them look the new experiment up at the same moment.
 START_AT_ONCE = """
-import sys, time, types
+import sys, time
 from pathlib import Path
+from ddpx.api import Job, LaunchSettings
 from ddpx.plugins.trackers.mlflow import MlflowTracker
 import mlflow.tracking, mlflow.entities
 uri, folder, index, count = sys.argv[1], Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-job = types.SimpleNamespace(tracking_uri=uri, experiment="started-at-once", system_metrics=False)
-tracker = MlflowTracker(job)
+settings = LaunchSettings(tracking_uri=uri, experiment="started-at-once", system_metrics=False)
+tracker = MlflowTracker(Job(recipe_name="r", recipe_source="r.toml", config={}, launch=settings))
 (folder / f"ready-{index}").touch()
 while len(list(folder.glob("ready-*"))) < count:
     time.sleep(0.001)

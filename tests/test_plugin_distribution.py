@@ -31,7 +31,7 @@ py-modules = ["ddpx_tinyplug", "ddpx_tinyplug_broken"]
 
 GOOD = """
 from ddpx import hookimpl
-from ddpx.core.components import MetricSpec
+from ddpx.contract.specs import MetricSpec
 
 
 def top1(targets, outputs):

@@ -5,11 +5,11 @@ import types
 import pytest
 
 from ddpx import hookimpl
-from ddpx.core.components import MetricSpec, TaskSpec
-from ddpx.core.errors import PluginError
-from ddpx.core.hookspecs import hook_names
-from ddpx.core.plugin_manager import build_plugin_manager
-from ddpx.core.registry import Registry
+from ddpx.contract.specs import MetricSpec, TaskSpec
+from ddpx.contract.errors import PluginError
+from ddpx.contract.hookspecs import hook_names
+from ddpx.plugin_host.plugin_manager import build_plugin_manager
+from ddpx.plugin_host.registry import Registry
 
 BUILTINS = {"backends", "metrics", "samplers", "spawn", "torchrun", "mlflow", "no_tracking", "mlp_synthetic"}
 
@@ -33,7 +33,7 @@ def test_builtins_load_from_the_ddpx_entry_point_group():
 
 
 def test_every_hook_has_a_docstring_and_typed_signature():
-    from ddpx.core import hookspecs
+    from ddpx.contract import hookspecs
 
     names = hook_names()
     assert {"register_tasks", "register_models", "register_metrics", "register_samplers", "register_backends",

@@ -5,9 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from ddpx.core.errors import UserError
-from ddpx.core.recipes import list_recipes, read_recipe_file, resolve_recipe
-from ddpx.core.registry import load_registry
+from ddpx.contract.errors import UserError
+from ddpx.config.listing import list_recipes
+from ddpx.config.recipe import resolve_recipe
+from ddpx.config.recipe_files import read_recipe_file
+from ddpx.plugin_host.registry import load_registry
 
 if sys.version_info >= (3, 11):
     import tomllib

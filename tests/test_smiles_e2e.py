@@ -10,7 +10,7 @@ from mlflow.tracking import MlflowClient
 from sklearn.metrics import roc_auc_score
 
 from conftest import TESTS, serve_directory
-from ddpx.core.model_export import load_model
+from ddpx.records.model_export import load_model
 from ddpx.plugins.smiles.csv_table import read_smiles_csv
 from ddpx.plugins.smiles.predict import SmilesPredictor
 from ddpx.plugins.smiles.splits import random_split

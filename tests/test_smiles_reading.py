@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from ddpx.core.errors import UserError
+from ddpx.contract.errors import UserError
 from ddpx.plugins.smiles.csv_table import read_smiles_csv
 from ddpx.plugins.smiles.splits import random_split, scaffold_split
 from ddpx.plugins.smiles.tokenizer import UNK, Vocabulary, tokenize

@@ -8,7 +8,7 @@ import torch
 from mlflow.tracking import MlflowClient
 
 from conftest import TEST_RECIPES, processes_with_marker
-from ddpx.core.cpu_threads import cpu_share
+from ddpx.launch.cpu_threads import cpu_share
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 

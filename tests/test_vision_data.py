@@ -8,8 +8,8 @@ import pytest
 import torch
 from scipy.stats import chi2_contingency, chisquare
 
-from ddpx.core.components import DataRequest
-from ddpx.core.errors import UserError
+from ddpx.contract.specs import DataRequest
+from ddpx.contract.errors import UserError
 from ddpx.plugins.vision import CIFAR_MEAN, CIFAR_STD, CIFAR_PARAMS, MNIST_PARAMS, build_cifar10, build_mnist
 from ddpx.plugins.vision.classic_path import TransformedImages, transform_pipeline
 from ddpx.plugins.vision.fast_path import DeviceImages, random_crop_flip

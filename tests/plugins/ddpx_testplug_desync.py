@@ -8,7 +8,7 @@ import os
 import torch
 
 from ddpx import hookimpl
-from ddpx.core.checkpoint import unwrap
+from ddpx.rank.checkpoint import unwrap
 
 
 @hookimpl

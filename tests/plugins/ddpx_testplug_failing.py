@@ -3,7 +3,7 @@
 import os
 
 from ddpx import hookimpl
-from ddpx.core.components import TaskSpec
+from ddpx.api import TaskSpec
 from ddpx.plugins.mlp_synthetic import DATASET_PARAMS, build_data
 
 

@@ -6,7 +6,7 @@ import json
 import os
 
 from ddpx import hookimpl
-from ddpx.core.components import ModelSpec, Param
+from ddpx.api import ModelSpec, Param
 
 
 def build(params, info):
@@ -28,7 +28,7 @@ def register_models(register):
 def ddpx_fit_start(context):
     import torch
 
-    from ddpx.core.checkpoint import unwrap
+    from ddpx.rank.checkpoint import unwrap
 
     state = {k: v.detach().cpu().clone() for k, v in unwrap(context.model).state_dict().items()}
     torch.save(state, context.run_dir / f"start-params-rank{context.rank}.pt")

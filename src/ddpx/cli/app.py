@@ -12,7 +12,7 @@ import sys
 import click
 
 from ddpx import __version__
-from ddpx.core.errors import JobFailed, UserError
+from ddpx.contract.errors import JobFailed, UserError
 
 
 class DdpxGroup(click.Group):
@@ -37,12 +37,16 @@ def console():
 
 
 def registry_with_warnings():
-    from ddpx.core.registry import load_registry
+    """The plugins' registry, loaded once per command (a plugin that fails to load is a warning)."""
+    from ddpx.plugin_host.registry import load_registry
 
-    registry = load_registry()
-    for error in registry.pm.load_errors:
-        click.echo(f"Warning: {error.message}", err=True)
-    return registry
+    ctx = click.get_current_context(silent=True)
+    meta = ctx.find_root().meta if ctx is not None else {}
+    if "ddpx.registry" not in meta:
+        registry = meta["ddpx.registry"] = load_registry()
+        for error in registry.pm.load_errors:
+            click.echo(f"Warning: {error.message}", err=True)
+    return meta["ddpx.registry"]
 
 
 @click.group(cls=DdpxGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -7,7 +7,7 @@ import json
 import click
 
 from ddpx.cli.app import cli, console
-from ddpx.core.errors import UserError
+from ddpx.contract.errors import UserError
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "M": 1 << 20, "MB": 1 << 20, "G": 1 << 30, "GB": 1 << 30}
 
@@ -55,9 +55,9 @@ def collectives_command(backend, nproc, ops, min_bytes, max_bytes, iters, warmup
     Bus bandwidth (busbw) is comparable with the interconnect's rated speed: check a new
     cluster's links, or see what the gloo backend gets on CPU.
     """
-    from ddpx.core.collectives_bench import OPERATIONS, message_sizes, run_collectives
-    from ddpx.core.gpus import local_gpu_count
-    from ddpx.core.launching import default_nproc
+    from ddpx.cli.collectives_bench import OPERATIONS, message_sizes, run_collectives
+    from ddpx.launch.gpus import local_gpu_count
+    from ddpx.launch.settings import default_nproc
 
     gpus = local_gpu_count()
     backend = ("nccl" if gpus else "gloo") if backend == "auto" else backend

@@ -1,62 +1,87 @@
-"""The options ``ddpx recipe`` and ``ddpx sweep`` share: how ranks start and where runs are recorded."""
+"""The options ``ddpx recipe`` and ``ddpx sweep`` share, built from the one record of launch
+settings (:class:`~ddpx.launch.settings.LaunchSettings`), plus every launcher's own options,
+which launcher plugins declare (:class:`~ddpx.contract.specs.LaunchOption`) and this module adds
+when the command is parsed or its help shown.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from dataclasses import Field, fields
+from typing import Any
 
 import click
 
-from ddpx.core.launching import LaunchOptions
+from ddpx.cli.app import registry_with_warnings
+from ddpx.contract.errors import UserError
+from ddpx.contract.specs import LaunchOption
+from ddpx.launch.settings import LaunchSettings
+from ddpx.plugin_host.registry import Registry
 
-_OPTIONS = [
-    click.option("--launcher", default="spawn", show_default=True, help="How ranks start: spawn, torchrun, slurm, or a plugin's."),
-    click.option("--nproc", type=int, default=None, help="Ranks per node.  [default: one per GPU, or 2 without GPUs]"),
-    click.option("--nnodes", type=int, default=1, show_default=True, help="Number of machines."),
-    click.option("--node-rank", type=int, default=0, show_default=True, help="This machine's index (multi-node)."),
-    click.option("--master-addr", default="127.0.0.1", show_default=True, help="Address of node 0 (spawn launcher)."),
-    click.option("--master-port", type=int, default=None, help="Rendezvous port on node 0.  [default: a free port]"),
-    click.option("--rdzv-endpoint", default=None, help="HOST:PORT rendezvous for multi-node torchrun."),
-    click.option("--max-restarts", type=int, default=0, show_default=True, help="Restarts on failure (torchrun)."),
-    click.option("--backend", default="auto", show_default=True, help="auto (nccl with one GPU per rank, else gloo), nccl or gloo."),
-    click.option("--tracking", default="mlflow", show_default=True, help="Tracker: mlflow, or none to disable."),
-    click.option("--tracking-uri", default=None, envvar="MLFLOW_TRACKING_URI",
-                 help="MLflow store or server.  [default: sqlite:///mlflow.db here]"),
-    click.option("--experiment", default="ddpx", show_default=True, help="MLflow experiment name."),
-    click.option("--system-metrics/--no-system-metrics", default=True, show_default=True,
-                 help="Record CPU, memory and GPU use with the run (MLflow system metrics, rank 0)."),
-    click.option("--run-dir", default=None, help="Folder for run folders.  [default: ./ddpx-runs]"),
-    click.option("--timeout", "timeout_s", type=float, default=1800.0, show_default=True,
-                 help="Seconds a rank waits for the others in a collective before the job fails."),
-    click.option("--partition", default=None, help="Slurm partition (--launcher slurm)."),
-    click.option("--time", "time_limit", default=None, metavar="HH:MM:SS", help="Slurm time limit (--launcher slurm)."),
-    click.option("--account", default=None, help="Slurm account (--launcher slurm)."),
-    click.option("--sbatch-arg", "sbatch_args", multiple=True, metavar="ARG",
-                 help="Extra #SBATCH line, e.g. --sbatch-arg=--qos=high (repeatable; --launcher slurm)."),
-    click.option("--signal-seconds", type=int, default=90, show_default=True,
-                 help="Slurm sends USR1 this long before the time limit: checkpoint and requeue (--launcher slurm)."),
-    click.option("--wait", is_flag=True, help="Follow the Slurm job's log and exit with its status (--launcher slurm)."),
-]
-
-_SLURM_KEYS = ("partition", "time_limit", "account", "sbatch_args", "signal_seconds", "wait")
+LAUNCHER_OPTION_PREFIX = "launcher_option_"
 
 
-def launch_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Add the shared launch options to ``command``; it receives them as keyword arguments."""
-    for option in reversed(_OPTIONS):
-        command = option(command)
-    return command
+def _setting_option(setting: Field) -> click.Option:
+    meta = setting.metadata
+    flag = meta.get("flag") or "--" + setting.name.replace("_", "-")
+    kind = meta.get("kind") or (type(setting.default) if setting.default is not None else str)
+    return click.Option([flag, setting.name], type=None if kind is bool else kind, default=setting.default,
+                        show_default=setting.default is not None, help=meta["help"], envvar=meta.get("envvar"),
+                        metavar=meta.get("metavar"))
 
 
-def options_from(values: dict[str, Any], *, resume: str | None = None, dry_run: bool = False) -> LaunchOptions:
-    """Build :class:`LaunchOptions` from the keyword arguments :func:`launch_options` added."""
-    slurm = {key: values[key] for key in _SLURM_KEYS}
-    slurm["time"] = slurm.pop("time_limit")
-    slurm["sbatch_args"] = list(slurm["sbatch_args"])
-    slurm["dry_run"] = dry_run
-    return LaunchOptions(
-        launcher=values["launcher"], nproc=values["nproc"], nnodes=values["nnodes"], node_rank=values["node_rank"],
-        master_addr=values["master_addr"], master_port=values["master_port"], rdzv_endpoint=values["rdzv_endpoint"],
-        max_restarts=values["max_restarts"], backend=values["backend"], tracking=values["tracking"],
-        tracking_uri=values["tracking_uri"], experiment=values["experiment"], run_dir=values["run_dir"],
-        resume=resume, timeout_s=values["timeout_s"], system_metrics=values["system_metrics"], launcher_options=slurm,
-    )
+def setting_options(command: str) -> list[click.Option]:
+    """The options for every launch setting the command takes."""
+    return [_setting_option(setting) for setting in fields(LaunchSettings)
+            if "help" in setting.metadata and setting.metadata.get("only", command) == command]
+
+
+def _launcher_option(option: LaunchOption) -> click.Option:
+    dest = LAUNCHER_OPTION_PREFIX + option.key
+    if option.flag:
+        return click.Option([f"--{option.name}", dest], is_flag=True, default=False, help=option.help)
+    return click.Option([f"--{option.name}", dest], type=option.kind, multiple=option.multiple, help=option.help,
+                        default=() if option.multiple else option.default, metavar=option.metavar)
+
+
+def launcher_options(registry: Registry) -> dict[str, tuple[LaunchOption, list[str]]]:
+    """Every launcher's options by name, with the launchers that declare each."""
+    found: dict[str, tuple[LaunchOption, list[str]]] = {}
+    for launcher in registry.all("launchers").values():
+        for option in launcher.options:
+            found.setdefault(option.name, (option, []))[1].append(launcher.name)
+    return found
+
+
+class LaunchCommand(click.Command):
+    """A command with the launch settings' options and, once parsed or helped, every launcher's."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.params.extend(setting_options(self.name))
+        self._launchers_added = False
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        if not self._launchers_added:
+            self._launchers_added = True
+            taken = {opt for param in self.params for opt in getattr(param, "opts", [])}
+            for option, _ in launcher_options(registry_with_warnings()).values():
+                if f"--{option.name}" not in taken:
+                    self.params.append(_launcher_option(option))
+        return super().get_params(ctx)
+
+
+def settings_from(registry: Registry, values: dict[str, Any]) -> LaunchSettings:
+    """The launch settings the user gave; a launcher's option given with another launcher is an error."""
+    settings = LaunchSettings(**{s.name: values[s.name] for s in fields(LaunchSettings) if s.name in values})
+    launcher = registry.get("launchers", settings.launcher, key="--launcher")
+    for name, (option, owners) in launcher_options(registry).items():
+        dest = LAUNCHER_OPTION_PREFIX + option.key
+        if dest not in values:
+            continue
+        value = values[dest]
+        if any(own.name == name for own in launcher.options):
+            settings.launcher_options[option.key] = list(value) if option.multiple else value
+        elif value not in (None, False, ()) and value != option.default:
+            raise UserError(f"--{name} is an option of --launcher {' or '.join(owners)}, not of --launcher "
+                            f"{launcher.name}. Add --launcher {owners[0]}, or leave --{name} out.")
+    return settings

@@ -19,7 +19,7 @@ def plugins_command(ctx: click.Context, as_json: bool) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from ddpx.core.plugin_report import plugin_report
+    from ddpx.cli.plugin_report import plugin_report
 
     registry = registry_with_warnings()
     report = plugin_report(registry)
@@ -46,7 +46,7 @@ def plugins_command(ctx: click.Context, as_json: bool) -> None:
 def plugins_check_command(name: str, nproc: int) -> None:
     """Check plugin NAME (a plugin or its distribution): it loads, its hooks match the specs, its
     names clash with no other plugin, and its recipes train and produce their metric on CPU."""
-    from ddpx.core.plugin_check import check_plugin
+    from ddpx.testing.plugin_check import check_plugin
 
     checks = check_plugin(registry_with_warnings(), name, nproc)
     for check in checks:

@@ -7,7 +7,7 @@ import json
 import click
 
 from ddpx.cli.app import cli, console, registry_with_warnings
-from ddpx.core.errors import UserError
+from ddpx.contract.errors import UserError
 
 
 @cli.command("recipes")
@@ -16,7 +16,7 @@ def recipes_command(as_json: bool) -> None:
     """List the recipes every installed plugin provides."""
     from dataclasses import asdict
 
-    from ddpx.core.recipes import list_recipes
+    from ddpx.config.listing import list_recipes
 
     rows = list_recipes(registry_with_warnings())
     if as_json:
@@ -39,7 +39,7 @@ def recipes_command(as_json: bool) -> None:
 @click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
 def show_command(name: str, overrides: tuple[str, ...]) -> None:
     """Print recipe NAME fully resolved (defaults, file, overrides) as TOML."""
-    from ddpx.core.recipes import resolve_recipe
+    from ddpx.config.recipe import resolve_recipe
 
     recipe = resolve_recipe(registry_with_warnings(), name, overrides)
     click.echo(f"# recipe {recipe.name} from {recipe.source}")
@@ -55,7 +55,7 @@ def cp_command(name: str, dest: str, force: bool) -> None:
     import shutil
     from pathlib import Path
 
-    from ddpx.core.recipes import find_recipe
+    from ddpx.config.recipe_files import find_recipe
 
     source = find_recipe(registry_with_warnings(), name)
     target = Path(dest)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from ddpx.cli.app import cli, registry_with_warnings
-from ddpx.cli.launch_options import launch_options, options_from
-from ddpx.core.errors import JobFailed
+from ddpx.cli.launch_options import LaunchCommand, settings_from
+from ddpx.contract.errors import JobFailed
 
 RECIPE_EPILOG = """\b
 Examples:
@@ -25,36 +25,33 @@ and in a run folder under ./ddpx-runs/.
 
 
 
-@cli.command("recipe", epilog=RECIPE_EPILOG)
+@cli.command("recipe", cls=LaunchCommand, epilog=RECIPE_EPILOG)
 @click.argument("name")
 @click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
-@launch_options
-@click.option("--resume", default=None, metavar="auto|PATH",
-              help="Continue the latest run of this recipe (auto) or from a checkpoint file.")
-@click.option("--dry-run", is_flag=True, help="Print the sbatch script and submit nothing (--launcher slurm).")
-def recipe_command(name, overrides, resume, dry_run, **values) -> None:
+def recipe_command(name, overrides, **values) -> None:
     """Train recipe NAME (a built-in name or a .toml path) with DDP.
 
     Every rank runs the same program; the held-out metric is computed exactly over the whole
     held-out split, and the run is logged to MLflow.
     """
-    from ddpx.core.launching import plan_job, run_job
-    from ddpx.core.recipes import resolve_recipe
-    from ddpx.core.summary import print_summary
+    from ddpx.cli.summary_table import print_summary
+    from ddpx.config.recipe import resolve_recipe
+    from ddpx.launch.plan import plan_job
+    from ddpx.launch.run import run_job
 
     registry = registry_with_warnings()
     recipe = resolve_recipe(registry, name, overrides)
-    options = options_from(values, resume=resume, dry_run=dry_run)
-    job = plan_job(registry, recipe, options)
-    click.echo(f"ddpx: {recipe.name} on {job.world_size} rank(s), launcher {job.launcher}, backend {job.backend}")
-    summary = run_job(registry, recipe, job, options.run_dir, resume)
-    if summary is None and job.launcher_options.get("detached"):
+    job = plan_job(registry, recipe, settings_from(registry, values))
+    launch = job.launch
+    click.echo(f"ddpx: {recipe.name} on {job.world_size} rank(s), launcher {launch.launcher}, backend {launch.backend}")
+    summary = run_job(registry, recipe, job)
+    if summary is not None:
+        print_summary(recipe.name, summary)
         return
-    if summary is None:
-        click.echo(f"ddpx: this machine's {job.nproc_per_node} rank(s) finished; global rank 0 ran on another "
+    launcher = registry.get("launchers", launch.launcher)
+    if launcher.detaches is None or not launcher.detaches(job):
+        click.echo(f"ddpx: this machine's {launch.nproc} rank(s) finished; global rank 0 ran on another "
                    "machine, which reports the results and logged the run.")
-        return
-    print_summary(recipe.name, summary)
 
 
 SWEEP_EPILOG = """\b
@@ -72,26 +69,24 @@ code is 1 when any trial failed.
 """
 
 
-@cli.command("sweep", epilog=SWEEP_EPILOG)
+@cli.command("sweep", cls=LaunchCommand, epilog=SWEEP_EPILOG)
 @click.argument("name")
 @click.argument("grid", nargs=-1, metavar="KEY=V1,V2... [KEY=VALUE]...")
-@launch_options
 @click.option("--dry-run", is_flag=True, help="List the trials and start nothing.")
 def sweep_command(name, grid, dry_run, **values) -> None:
     """Train every combination of the swept values of recipe NAME, one job per trial."""
     from ddpx.cli.sweep_report import print_trial, print_trials
-    from ddpx.core.sweep import plan_sweep, run_sweep
+    from ddpx.launch.sweep import plan_sweep, run_sweep
 
     registry = registry_with_warnings()
-    options = options_from(values)
-    sweep = plan_sweep(registry, name, grid, options)
+    sweep = plan_sweep(registry, name, grid, settings_from(registry, values))
     if dry_run:
         print_trials(sweep, title=f"ddpx sweep {name}: {len(sweep.trials)} trial(s), nothing started")
         return
     first = sweep.trials[0].job
     click.echo(f"ddpx: sweep of {sweep.trials[0].recipe.name}, {len(sweep.trials)} trial(s) on {first.world_size} "
-               f"rank(s) each, launcher {first.launcher}, backend {first.backend}")
-    run_sweep(registry, sweep, options, report=print_trial,
+               f"rank(s) each, launcher {first.launch.launcher}, backend {first.launch.backend}")
+    run_sweep(registry, sweep, report=print_trial,
               warn=lambda text: click.echo(f"Warning: {text}", err=True))
     print_trials(sweep, title=f"ddpx sweep {sweep.trials[0].recipe.name}")
     if sweep.failed:

@@ -30,7 +30,7 @@ def runs_command(tracking_uri, experiment, recipe, sort, ascending, limit, as_js
     """List the runs of an MLflow experiment with their key params and held-out metrics."""
     from dataclasses import asdict
 
-    from ddpx.core.mlflow_runs import list_runs
+    from ddpx.plugins.trackers.mlflow.runs import list_runs
 
     listing = list_runs(tracking_uri, experiment, recipe, sort, ascending, limit)
     if as_json:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from rich.table import Table
 
 from ddpx.cli.app import console
-from ddpx.core.sweep import Sweep, Trial, heldout_metric
+from ddpx.launch.sweep import Sweep, Trial
 
 
 def _metric_text(trial: Trial) -> str:
-    heldout = heldout_metric(trial)
-    return f"{heldout[0]} {heldout[1]:.4f}" if heldout else "-"
+    if trial.summary is None:
+        return "-"
+    name, value = trial.summary.heldout_metric
+    return f"{name} {value:.4f}"
 
 
 def _error_text(error: str | None) -> str:
@@ -40,7 +42,7 @@ def print_trials(sweep: Sweep, title: str) -> None:
     for trial in sweep.trials:
         row = [str(trial.number) + (" *" if trial is best else ""), *trial.overrides.values()]
         if not planned:
-            row += [trial.status, _metric_text(trial), trial.job.run_dir or "-"]
+            row += [trial.status, _metric_text(trial), str(trial.job.run_dir.path) if trial.job.run_dir else "-"]
         table.add_row(*row)
     out = console()
     out.print(table)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from ddpx import hookimpl
-from ddpx.core.components import BackendSpec
-from ddpx.core.gpus import local_gpu_count
+from ddpx.api import BackendSpec, hookimpl, local_gpu_count
 
 
 def _nccl_unusable(nproc_per_node: int) -> str | None:

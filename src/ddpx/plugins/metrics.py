@@ -8,8 +8,7 @@ while it starts (``MetricSpec.imports``).
 
 from __future__ import annotations
 
-from ddpx import hookimpl
-from ddpx.core.components import MetricSpec
+from ddpx.api import MetricSpec, hookimpl
 
 
 def _predicted_classes(outputs):
@@ -25,7 +24,7 @@ def accuracy(targets, outputs) -> float:
 def roc_auc(targets, outputs) -> float:
     from sklearn.metrics import roc_auc_score
 
-    from ddpx.core.errors import UserError
+    from ddpx.api import UserError
 
     scores = outputs[:, 1] - outputs[:, 0] if outputs.ndim == 2 and outputs.shape[1] == 2 else outputs.reshape(-1)
     labels = targets.reshape(-1).astype(int)

@@ -1,13 +1,12 @@
 """Built-in training sampler: ``distributed`` (torch's DistributedSampler, reshuffled per epoch).
 
 It pads the training order so every rank takes the same number of steps — harmless for
-training, which is why evaluation never uses a sampler (see :mod:`ddpx.core.evaluation`).
+training, which is why evaluation never uses a sampler (see :mod:`ddpx.rank.evaluation`).
 """
 
 from __future__ import annotations
 
-from ddpx import hookimpl
-from ddpx.core.components import SamplerSpec
+from ddpx.api import SamplerSpec, hookimpl
 
 
 def build_distributed(dataset, *, rank: int, world_size: int, seed: int):

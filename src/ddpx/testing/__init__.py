@@ -18,21 +18,22 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
-from ddpx.core.plugin_manager import EXTRA_ENV
+from ddpx.contract.records import RunSummary
+from ddpx.plugin_host.plugin_manager import EXTRA_ENV
 
 
 @dataclass(frozen=True)
 class RunResult:
     """What a finished run left: rank 0's summary and its run folder."""
 
-    summary: dict[str, Any]
+    summary: RunSummary
     run_dir: Path
 
     @property
     def heldout(self) -> dict[str, float]:
-        return self.summary["heldout"]
+        return self.summary.heldout
 
     @property
     def checkpoint(self) -> Path:
@@ -58,20 +59,21 @@ def run_recipe(recipe: str, overrides: Sequence[str] = (), *, plugins: Sequence[
                launcher: str = "spawn", tracking: str = "none", tracking_uri: str | None = None,
                workdir: str | os.PathLike | None = None) -> RunResult:
     """Run ``recipe`` (a name or a .toml path) on ``nproc`` CPU ranks with gloo; raise if it fails."""
-    from ddpx.core.launching import LaunchOptions, plan_job, run_job
-    from ddpx.core.recipes import resolve_recipe
-    from ddpx.core.registry import load_registry
+    from ddpx.config.recipe import resolve_recipe
+    from ddpx.launch.plan import plan_job
+    from ddpx.launch.run import run_job
+    from ddpx.launch.settings import LaunchSettings
+    from ddpx.plugin_host.registry import load_registry
 
     base = Path(workdir) if workdir else Path.cwd()
     with plugins_enabled(plugins):
         registry = load_registry()
         resolved = resolve_recipe(registry, recipe, overrides)
-        options = LaunchOptions(launcher=launcher, nproc=nproc, backend="gloo", tracking=tracking,
-                                tracking_uri=tracking_uri)
-        job = plan_job(registry, resolved, options)
-        summary = run_job(registry, resolved, job, str(base / "ddpx-runs"))
+        settings = LaunchSettings(launcher=launcher, nproc=nproc, backend="gloo", tracking=tracking,
+                                  tracking_uri=tracking_uri, runs_dir=str(base / "ddpx-runs"))
+        summary = run_job(registry, resolved, plan_job(registry, resolved, settings))
     assert summary is not None
-    return RunResult(summary=summary, run_dir=Path(summary["run_dir"]))
+    return RunResult(summary=summary, run_dir=Path(summary.run_dir))
 
 
 __all__ = ["RunResult", "run_recipe", "plugins_enabled"]

@@ -5,8 +5,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from ddpx import hookimpl
-from ddpx.core.components import ModelSpec, Param, RecipeSource, TaskData, TaskSpec
+from ddpx.api import ModelSpec, Param, RecipeSource, TaskData, TaskSpec, hookimpl
 
 # --8<-- [start:task]
 TASK_PARAMS = {

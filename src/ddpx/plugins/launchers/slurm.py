@@ -18,10 +18,7 @@ import subprocess
 import sys
 import time
 
-from ddpx import hookimpl
-from ddpx.core.components import LauncherSpec
-from ddpx.core.errors import UserError
-from ddpx.core.job import Job
+from ddpx.api import Job, LaunchOption, LaunchOutcome, LauncherSpec, UserError, hookimpl
 from ddpx.plugins.launchers.slurm_script import sbatch_script
 
 FINAL_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
@@ -67,30 +64,40 @@ def follow(job_id: str, log_path, poll_s: float = 1.0) -> int:
         time.sleep(poll_s)
 
 
-def launch(job: Job) -> int:
-    options = job.launcher_options
+def launch(job: Job) -> LaunchOutcome:
+    options = job.launch.launcher_options
     if inside_allocation() and not options.get("dry_run"):
-        tasks = job.nnodes * job.nproc_per_node
-        cmd = ["srun", f"--nodes={job.nnodes}", f"--ntasks={tasks}", f"--ntasks-per-node={job.nproc_per_node}",
-               "--kill-on-bad-exit=1", sys.executable, "-m", "ddpx.plugins.launchers.slurm_task", str(job.paths.job_file)]
-        print(f"ddpx: inside Slurm allocation {os.environ['SLURM_JOB_ID']}: starting {tasks} rank(s) with srun")
-        return subprocess.run(cmd, check=False).returncode
-    script = job.paths.root / "slurm.sbatch"
+        return LaunchOutcome(run_inside_allocation(job))
+    script = job.run_dir.path / "slurm.sbatch"
     script.write_text(sbatch_script(job), encoding="utf-8")
     if options.get("dry_run"):
-        options["detached"] = True
         print(script.read_text(encoding="utf-8"), end="")
         print(f"# dry run: written to {script}; submit it with `sbatch {shlex.quote(str(script))}`")
-        return 0
+        return LaunchOutcome(0, detached=True)
     job_id = _slurm("sbatch", "--parsable", str(script)).stdout.strip().split(";")[0]
-    log = job.paths.root / f"slurm-{job_id}.out"
-    (job.paths.root / "slurm-job-id").write_text(job_id, encoding="utf-8")
+    log = job.run_dir.path / f"slurm-{job_id}.out"
+    (job.run_dir.path / "slurm-job-id").write_text(job_id, encoding="utf-8")
     print(f"ddpx: submitted Slurm job {job_id}; log: {log}")
     if not options.get("wait"):
-        options["detached"] = True
-        print(f"ddpx: follow it with `tail -f {log}`; the summary lands in {job.paths.summary_file}")
-        return 0
-    return follow(job_id, log)
+        print(f"ddpx: follow it with `tail -f {log}`; the summary lands in {job.run_dir.summary_file}")
+        return LaunchOutcome(0, detached=True)
+    return LaunchOutcome(follow(job_id, log))
+
+
+def run_inside_allocation(job: Job) -> int:
+    """Inside ``salloc`` or an sbatch script: ``srun`` starts one task per rank."""
+    settings = job.launch
+    tasks = settings.nnodes * settings.nproc
+    cmd = ["srun", f"--nodes={settings.nnodes}", f"--ntasks={tasks}", f"--ntasks-per-node={settings.nproc}",
+           "--kill-on-bad-exit=1", sys.executable, "-m", "ddpx.plugins.launchers.slurm_task", str(job.run_dir.job_file)]
+    print(f"ddpx: inside Slurm allocation {os.environ['SLURM_JOB_ID']}: starting {tasks} rank(s) with srun")
+    return subprocess.run(cmd, check=False).returncode
+
+
+def detaches(job: Job) -> bool:
+    """Submitting without --wait returns once sbatch accepted the job (a dry run submits nothing)."""
+    options = job.launch.launcher_options
+    return bool(options.get("dry_run")) or (not inside_allocation() and not options.get("wait"))
 
 
 def submits() -> bool:
@@ -98,10 +105,25 @@ def submits() -> bool:
     return not inside_allocation()
 
 
+OPTIONS = (
+    LaunchOption("partition", "Slurm partition (--launcher slurm)."),
+    LaunchOption("time", "Slurm time limit (--launcher slurm).", metavar="HH:MM:SS"),
+    LaunchOption("account", "Slurm account (--launcher slurm)."),
+    LaunchOption("sbatch-arg", "Extra #SBATCH line, e.g. --sbatch-arg=--qos=high (repeatable; --launcher slurm).",
+                 multiple=True, metavar="ARG"),
+    LaunchOption("signal-seconds", "Slurm sends USR1 this long before the time limit: checkpoint and requeue "
+                 "(--launcher slurm).  [default: 90]", kind=int, default=90),
+    LaunchOption("wait", "Follow the Slurm job's log and exit with its status (--launcher slurm).", flag=True,
+                 default=False),
+    LaunchOption("dry-run", "Print the sbatch script and submit nothing (--launcher slurm).", flag=True,
+                 default=False),
+)
+
+
 @hookimpl
 def register_launchers(register):
     register(LauncherSpec("slurm", "Slurm: sbatch (or srun inside an allocation), requeue on preemption", launch,
-                          submits=submits))
+                          submits=submits, detaches=detaches, options=OPTIONS))
 
 
 @hookimpl

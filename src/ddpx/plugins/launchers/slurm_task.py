@@ -36,9 +36,12 @@ def rank_environment(environ: dict[str, str]) -> dict[str, str]:
 
 def main() -> None:
     os.environ.update(rank_environment(dict(os.environ)))
-    from ddpx.core.worker import main as worker_main
+    if len(sys.argv) != 2:
+        print("usage: python -m ddpx.plugins.launchers.slurm_task JOB_FILE  (run by srun)", file=sys.stderr)
+        raise SystemExit(2)
+    from ddpx.api import run_rank
 
-    worker_main(sys.argv[1:])
+    run_rank(sys.argv[1])
 
 
 if __name__ == "__main__":

@@ -12,11 +12,7 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 
-from ddpx import hookimpl
-from ddpx.core.components import LauncherSpec
-from ddpx.core.cpu_threads import threads_per_rank
-from ddpx.core.errors import UserError
-from ddpx.core.job import Job
+from ddpx.api import Job, LaunchOutcome, LauncherSpec, UserError, hookimpl, run_rank, threads_per_rank
 
 STORE_TIMEOUT = timedelta(minutes=30)
 
@@ -25,20 +21,24 @@ def _rank_entry(local_rank: int, job_file: str, env: dict[str, str], node_rank: 
     os.environ.update(env)
     os.environ["LOCAL_RANK"] = str(local_rank)
     os.environ["RANK"] = str(node_rank * nproc + local_rank)
-    from ddpx.core.worker import run_rank
-
     run_rank(job_file)
 
 
 def check(job: Job) -> None:
-    if job.nnodes > 1 and job.master_port is None:
+    if job.launch.nnodes > 1 and job.launch.master_port is None:
         raise UserError(
             "--launcher spawn with --nnodes > 1 needs --master-port (and --master-addr, the address of node 0): "
             "every node must find the same rendezvous."
         )
 
 
-def launch(job: Job) -> int:
+def launch(job: Job) -> LaunchOutcome:
+    return LaunchOutcome(start_and_join(job))
+
+
+def start_and_join(job: Job) -> int:
+    """Start this node's ranks, hold the rendezvous store (node 0) while they run, and return the
+    job's exit status."""
     import logging
 
     import torch.multiprocessing as mp
@@ -46,31 +46,32 @@ def launch(job: Job) -> int:
 
     # the failing rank's own error is reported; torch's note about stopping the others is noise
     logging.getLogger("torch.multiprocessing.spawn").setLevel(logging.ERROR)
+    settings = job.launch
     store = None
-    port = job.master_port
-    if job.node_rank == 0:
+    port = settings.master_port
+    if settings.node_rank == 0:
         try:
-            store = TCPStore(job.master_addr, port or 0, is_master=True, wait_for_workers=False, timeout=STORE_TIMEOUT)
+            store = TCPStore(settings.master_addr, port or 0, is_master=True, wait_for_workers=False, timeout=STORE_TIMEOUT)
         except RuntimeError as exc:
             raise UserError(
-                f"cannot open the rendezvous port {job.master_addr}:{port}: {exc}. Choose another --master-port, "
+                f"cannot open the rendezvous port {settings.master_addr}:{port}: {exc}. Choose another --master-port, "
                 "or leave it out to let ddpx pick a free one."
             ) from None
         port = store.port
     env = {
-        "MASTER_ADDR": job.master_addr,
+        "MASTER_ADDR": settings.master_addr,
         "MASTER_PORT": str(port),
         "WORLD_SIZE": str(job.world_size),
-        "LOCAL_WORLD_SIZE": str(job.nproc_per_node),
-        "GROUP_RANK": str(job.node_rank),
+        "LOCAL_WORLD_SIZE": str(settings.nproc),
+        "GROUP_RANK": str(settings.node_rank),
         # every rank is a client of the store held above (or by node 0)
         "TORCHELASTIC_USE_AGENT_STORE": "True",
     }
-    with threads_per_rank(job.nproc_per_node):
+    with threads_per_rank(settings.nproc):
         context = mp.start_processes(
             _rank_entry,
-            args=(str(job.paths.job_file), env, job.node_rank, job.nproc_per_node),
-            nprocs=job.nproc_per_node,
+            args=(str(job.run_dir.job_file), env, settings.node_rank, settings.nproc),
+            nprocs=settings.nproc,
             join=False,
             start_method="spawn",
         )

@@ -12,8 +12,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from ddpx import hookimpl
-from ddpx.core.components import DataRequest, ModelSpec, Param, RecipeSource, TaskData, TaskSpec
+from ddpx.api import DataRequest, ModelSpec, Param, RecipeSource, TaskData, TaskSpec, hookimpl
 
 DATASET_PARAMS = {
     "train_size": Param(10000, "training samples", minimum=1),
@@ -49,12 +48,12 @@ def build_model(params, info):
 
 
 def recipe_path() -> Path:
-    return Path(str(resources.files("ddpx") / "recipes" / "mlp_synthetic.toml"))
+    return Path(str(resources.files(__package__) / "recipes" / "mlp_synthetic.toml"))
 
 
 def check_sizes(params, world_size):
     """Before launch: every rank needs at least one training sample."""
-    from ddpx.core.errors import UserError
+    from ddpx.api import UserError
 
     if params["train_size"] < world_size:
         raise UserError(f"dataset.train_size={params['train_size']} gives fewer training samples than the job's "

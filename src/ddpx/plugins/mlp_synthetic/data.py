@@ -7,7 +7,7 @@ from typing import Any, Mapping
 import torch
 from torch.utils.data import TensorDataset
 
-from ddpx.core.components import TaskData
+from ddpx.api import TaskData
 
 
 def make_splits(params: Mapping[str, Any], seed: int) -> TaskData:

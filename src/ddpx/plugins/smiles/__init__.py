@@ -11,8 +11,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from ddpx import hookimpl
-from ddpx.core.components import ModelSpec, Param, RecipeSource, TaskSpec
+from ddpx.api import ModelSpec, Param, RecipeSource, TaskSpec, hookimpl
 
 BBBP_URL = "https://deepchemdata.s3-us-west-1.amazonaws.com/datasets/BBBP.csv"
 
@@ -33,7 +32,7 @@ def smiles_params(*, smiles_column: str, label_column: str, url: str) -> dict[st
 
 
 def bbbp_default_path() -> Path:
-    from ddpx.core.data_dir import data_root
+    from ddpx.api import data_root
 
     return data_root() / "bbbp" / "BBBP.csv"
 
@@ -109,4 +108,4 @@ def register_models(register):
 
 @hookimpl
 def register_recipes(register):
-    register(RecipeSource(Path(str(resources.files("ddpx") / "recipes" / "bbbp_rnn.toml"))))
+    register(RecipeSource(Path(str(resources.files(__package__) / "recipes" / "bbbp_rnn.toml"))))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddpx.core.errors import UserError
+from ddpx.api import UserError
 
 
 def require_rdkit(feature: str):

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ddpx.core.errors import UserError
-from ddpx.core.suggestions import did_you_mean
+from ddpx.api import UserError, did_you_mean
 from ddpx.plugins.smiles.tokenizer import tokenize
 
 SHOWN_ROWS = 5

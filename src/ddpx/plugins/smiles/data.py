@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ddpx.core.components import DataRequest, TaskData
-from ddpx.core.errors import UserError
+from ddpx.api import DataRequest, TaskData, UserError
 from ddpx.plugins.smiles.chem import canonicalizer, require_rdkit
 from ddpx.plugins.smiles.csv_table import read_smiles_csv
 from ddpx.plugins.smiles.dataset import SmilesDataset, collate

@@ -8,7 +8,7 @@ import urllib.request
 from pathlib import Path
 from typing import Callable
 
-from ddpx.core.errors import UserError
+from ddpx.api import UserError
 
 
 def fetch(url: str, path: Path, timeout: float = 60) -> None:

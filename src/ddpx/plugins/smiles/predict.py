@@ -11,8 +11,7 @@ from typing import Sequence
 
 import torch
 
-from ddpx.core.checkpoint import load_checkpoint, model_state_from
-from ddpx.core.errors import UserError
+from ddpx.api import UserError, load_checkpoint, model_state_from
 from ddpx.plugins.smiles import build_model
 from ddpx.plugins.smiles.dataset import collate
 from ddpx.plugins.smiles.tokenizer import Vocabulary, tokenize

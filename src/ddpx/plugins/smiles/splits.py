@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ddpx.core.errors import UserError
+from ddpx.api import UserError
 
 Split = tuple[np.ndarray, np.ndarray, np.ndarray]
 

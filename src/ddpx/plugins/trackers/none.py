@@ -5,15 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from ddpx import hookimpl
-from ddpx.core.components import TrackerSpec
+from ddpx.api import TrackerSpec, hookimpl
 
 
 class NoTracker:
     run_id = None
 
     def __init__(self, job: Any):
-        self.run_dir = job.run_dir
+        self.run_dir = job.run_dir.path
 
     def start(self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str],
               resume_run_id: str | None = None) -> None:

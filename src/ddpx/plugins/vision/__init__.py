@@ -6,8 +6,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from ddpx import hookimpl
-from ddpx.core.components import ModelSpec, Param, RecipeSource, TaskSpec
+from ddpx.api import ModelSpec, Param, RecipeSource, TaskSpec, hookimpl
 
 MNIST_MEAN, MNIST_STD = (0.1307,), (0.3081,)
 CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)  # the seed tutorial's values
@@ -93,7 +92,7 @@ def build_resnet18(params, info):
 
 
 def _recipe(name: str) -> RecipeSource:
-    return RecipeSource(Path(str(resources.files("ddpx") / "recipes" / f"{name}.toml")))
+    return RecipeSource(Path(str(resources.files(__package__) / "recipes" / f"{name}.toml")))
 
 
 @hookimpl

@@ -13,8 +13,7 @@ from typing import Sequence
 
 import torch
 
-from ddpx.core.components import DataRequest, TaskData
-from ddpx.core.errors import UserError
+from ddpx.api import DataRequest, TaskData, UserError
 from ddpx.plugins.vision.classic_path import TransformedImages, transform_pipeline
 from ddpx.plugins.vision.fast_path import DeviceImages
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from ddpx.core.errors import UserError
+from ddpx.api import UserError
 
 IDX_UBYTE = 0x08
 FIX = ("Delete the folder's files and fetch them again (dataset.download=true), or copy them again from a "

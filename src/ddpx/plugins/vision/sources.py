@@ -12,14 +12,14 @@ from typing import Any, Callable, Mapping
 
 import torch
 
-from ddpx.core.errors import UserError
+from ddpx.api import UserError
 
 MNIST_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 CIFAR_FILES = ("data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch", "batches.meta")
 
 
 def dataset_root(params: Mapping[str, Any]) -> Path:
-    from ddpx.core.data_dir import data_root
+    from ddpx.api import data_root
 
     return Path(params["root"]).expanduser() if params["root"] else data_root()
 

@@ -12,8 +12,7 @@
 
 from __future__ import annotations
 
-from ddpx import hookimpl
-from ddpx.core.components import WrapperSpec
+from ddpx.api import WrapperSpec, hookimpl
 
 
 def _ddp(model, device):

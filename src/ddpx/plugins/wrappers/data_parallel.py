@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ddpx.core.errors import UserError
+from ddpx.api import UserError
 
 
 def check_data_parallel(job) -> None:

@@ -1,0 +1,132 @@
+"""The public plugin API of ddpx: everything a plugin imports, and the only module it imports.
+
+A plugin is a module of ``@hookimpl`` functions (the hooks are specified, grouped by phase, in
+:mod:`ddpx.contract.hookspecs`), published under the ``ddpx`` entry-point group. The built-in
+plugins in ``ddpx.plugins`` are written against this module exactly as a third-party plugin is.
+Names that are not here are private and may change in any release; the names here are kept.
+Importing it is cheap: neither torch nor mlflow is imported.
+
+**Marking hooks**
+
+- :data:`hookimpl` — decorate each hook implementation (``@hookimpl``, or
+  ``@hookimpl(trylast=True)`` for pluggy's ordering options).
+
+**What a plugin registers** (one spec per ``register_<kind>`` hook)
+
+- :class:`TaskSpec` (``register_tasks``): data, loss and judging metric; its ``build_data``
+  receives a :class:`DataRequest` and returns :class:`TaskData`.
+- :class:`ModelSpec`, :class:`MetricSpec`, :class:`SamplerSpec`, :class:`WrapperSpec`,
+  :class:`OptimizerSpec`, :class:`ScheduleSpec` — the parts of a run a recipe names.
+- :class:`BackendSpec`, :class:`LauncherSpec` (with its :class:`LaunchOption` flags, returning a
+  :class:`LaunchOutcome`), :class:`TrackerSpec` (creating a :class:`Tracker`),
+  :class:`RecipeSource` — how a run starts, is recorded, and what it runs.
+- :class:`Param` declares a recipe key (``dataset.*``, ``model.*``): default, help, limits.
+
+**What a plugin receives**
+
+- :class:`Job` (``job.config``: the resolved recipe; ``job.launch``: the resolved
+  :class:`LaunchSettings`; ``job.run_dir``: its :class:`RunDir`), :class:`FitContext` in the
+  lifecycle hooks, :class:`RunSummary` in ``ddpx_fit_end``, :class:`DatasetRecord` in
+  ``Tracker.log_dataset``.
+
+**Starting ranks** (launchers)
+
+- :func:`run_rank` runs one rank in a process the launcher started; :data:`WORKER_MODULE` is the
+  module to run as ``python -m WORKER_MODULE JOB_FILE`` instead. Either way the rank reads
+  ``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` (and
+  ``LOCAL_WORLD_SIZE``) from its environment.
+- :func:`threads_per_rank` sizes each started process's CPU threads; :func:`cpu_share` is that
+  share; :func:`local_gpu_count` counts GPUs without importing torch where there are none.
+
+**Data and checkpoints**
+
+- :func:`data_root` is where datasets are read and downloaded (``$DDPX_DATA_DIR``, else
+  ``~/.cache/ddpx/data``).
+- :func:`load_checkpoint` reads a ddpx checkpoint safely (tensors and plain values only);
+  :func:`model_state_from` takes the model weights out of it (or out of a plain state dict);
+  :func:`load_model` rebuilds a run's exported best model (its ``model/`` folder).
+
+**Errors**
+
+- :class:`UserError`: a mistake the user can fix, shown as one paragraph naming the fix (raise it
+  from a task's ``check`` or a launcher's ``check`` before anything starts);
+  :class:`PluginError`: a broken plugin. :func:`did_you_mean` suggests the closest known name.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ddpx.contract.data_dir import DATA_DIR_ENV, data_root
+from ddpx.contract.errors import PluginError, UserError, did_you_mean
+from ddpx.contract.markers import hookimpl
+from ddpx.contract.records import DataRequest, DatasetRecord, FitContext, Param, RunSummary, TaskData
+from ddpx.contract.specs import (
+    BackendSpec,
+    LaunchOption,
+    LaunchOutcome,
+    LauncherSpec,
+    MetricSpec,
+    ModelSpec,
+    OptimizerSpec,
+    RecipeSource,
+    SamplerSpec,
+    ScheduleSpec,
+    TaskSpec,
+    Tracker,
+    TrackerSpec,
+    WrapperSpec,
+)
+from ddpx.launch.cpu_threads import cpu_share, threads_per_rank
+from ddpx.launch.gpus import local_gpu_count
+from ddpx.launch.job import Job
+from ddpx.launch.settings import LaunchSettings
+from ddpx.rank.worker import WORKER_MODULE
+from ddpx.records.run_dir import RunDir
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
+
+def run_rank(job_file: str) -> None:
+    """Run this process's rank of the job in ``job_file`` (its environment says which rank); the
+    process exits 1 on failure, 75 when stopped on request, 130 when interrupted."""
+    from ddpx.rank.worker import run_rank as _run_rank
+
+    _run_rank(job_file)
+
+
+def load_checkpoint(path: "str | Path") -> dict[str, Any]:
+    """Read a ddpx checkpoint (or a plain state dict) without unpickling objects; a missing,
+    unreadable or unsafe file is a :class:`UserError` naming it. Imports torch."""
+    from ddpx.rank.checkpoint import load_checkpoint as _load_checkpoint
+
+    return _load_checkpoint(path)
+
+
+def model_state_from(state: dict[str, Any]) -> dict[str, Any]:
+    """The model weights in a ddpx checkpoint, or in a plain (possibly DDP-saved) state dict,
+    without wrapper prefixes (``module.``, ``_orig_mod.``)."""
+    from ddpx.rank.checkpoint import model_state_from as _model_state_from
+
+    return _model_state_from(state)
+
+
+def load_model(folder: "str | Path") -> Any:
+    """Rebuild the model a run exported (its ``model/`` folder: ``state_dict.pt`` and
+    ``model.json``) with the installed plugins, weights loaded, in eval mode. Imports torch."""
+    from ddpx.records.model_export import load_model as _load_model
+
+    return _load_model(folder)
+
+
+__all__ = [
+    "hookimpl",
+    "TaskSpec", "ModelSpec", "MetricSpec", "SamplerSpec", "WrapperSpec", "OptimizerSpec", "ScheduleSpec",
+    "BackendSpec", "LauncherSpec", "LaunchOption", "LaunchOutcome", "TrackerSpec", "Tracker", "RecipeSource",
+    "Param", "DataRequest", "TaskData", "DatasetRecord", "FitContext", "RunSummary",
+    "Job", "LaunchSettings", "RunDir",
+    "run_rank", "WORKER_MODULE", "threads_per_rank", "cpu_share", "local_gpu_count",
+    "data_root", "DATA_DIR_ENV", "load_checkpoint", "model_state_from", "load_model",
+    "UserError", "PluginError", "did_you_mean",
+]

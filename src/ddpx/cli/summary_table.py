@@ -1,0 +1,27 @@
+"""The short report printed when a run ends: held-out metric, best epoch, time, where to look."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from ddpx.contract.records import RunSummary
+
+
+def print_summary(recipe_name: str, summary: RunSummary, console: Console | None = None) -> None:
+    console = console or Console(highlight=False)
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    for key, value in summary.heldout.items():
+        table.add_row(key, f"{value:.4f}")
+    table.add_row("held-out samples", str(summary.heldout_samples))
+    table.add_row("best epoch", f"{summary.best_epoch} of {summary.epochs_run}")
+    table.add_row("wall time", f"{summary.wall_seconds:.1f} s")
+    table.add_row("run folder", summary.run_dir)
+    if summary.run_id:
+        table.add_row("MLflow run", summary.run_id)
+    console.print(f"[green]done[/green]: {recipe_name}")
+    console.print(table)
+    if summary.tracker_hint:
+        console.print(summary.tracker_hint, soft_wrap=True)

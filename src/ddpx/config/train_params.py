@@ -1,0 +1,43 @@
+"""The core's recipe keys: every ``train.*`` key, and the keys that name a recipe's parts.
+
+Tasks and models declare their own ``dataset.*`` and ``model.*`` keys the same way, with
+:class:`~ddpx.contract.records.Param`.
+"""
+
+from __future__ import annotations
+
+from ddpx.contract.records import Param
+
+TRAIN_PARAMS: dict[str, Param] = {
+    "max_epochs": Param(10, "epochs to train at most (0 evaluates the initial model)", minimum=0),
+    "batch_size": Param(64, "samples per process per step (the global batch is this times the world size)", minimum=1),
+    "eval_batch_size": Param(512, "samples per process per step when evaluating", minimum=1),
+    "lr": Param(0.1, "learning rate", above=0),
+    "weight_decay": Param(0.0, "weight decay", minimum=0),
+    "momentum": Param(0.0, "momentum (sgd only)", minimum=0),
+    "optimizer": Param("sgd", "optimizer (a registered optimizer: sgd, adam, adamw, or a plugin's)", registry="optimizers"),
+    "seed": Param(0, "seed for data splits, initial weights and shuffling"),
+    "patience": Param(3, "stop after this many epochs without dev improvement (0: never stop early)", minimum=0),
+    "precision": Param("fp32", "fp32 (or 32), or bf16 / fp16 mixed precision with torch.autocast (fp16 needs a GPU)",
+                       choices=("fp32", "32", "bf16", "fp16")),
+    "lr_schedule": Param("none", "learning-rate schedule, stepped every step (a registered schedule: none, cosine, "
+                         "onecycle, or a plugin's)", registry="schedules"),
+    "channels_last": Param(False, "channels-last memory format for 4-D inputs (convnets)"),
+    "compile": Param(False, "wrap the DDP model in torch.compile"),
+    "sampler": Param("distributed", "training sampler (a registered sampler name)", registry="samplers"),
+    "wrapper": Param("ddp", "how the model is made data-parallel: ddp, allreduce, dp (a registered wrapper)",
+                     registry="wrappers"),
+    "check_sync": Param(False, "after every step, check that all ranks hold the same parameters (slow; debugging)"),
+    "num_workers": Param(0, "DataLoader worker processes per rank", minimum=0),
+    "stop_check_every": Param(0, "steps between checks for a stop request (SIGUSR1: checkpoint, then stop); "
+                              "0: about one check a second, from the measured step time", minimum=0),
+    "drop_last": Param(False, "drop each epoch's last incomplete training batch (batch norm needs more than one sample)"),
+    "init_from": Param("", "a ddpx checkpoint whose model weights the run starts from"),
+}
+
+META_PARAMS: dict[str, Param] = {
+    "name": Param("", "the recipe's name"),
+    "description": Param("", "one line about the recipe"),
+    "task": Param("", "the task (a registered task name)"),
+    "model.name": Param("", "the model (a registered model name)"),
+}

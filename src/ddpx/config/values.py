@@ -1,0 +1,124 @@
+"""Recipe values: dotted keys, typed ``KEY=VALUE`` overrides, and their validation.
+
+A resolved recipe is a nested mapping (``{"train": {"lr": 0.1}}``); its keys are written dotted
+(``train.lr``). Every key has a :class:`~ddpx.contract.specs.Param` whose default fixes the
+type, so ``train.lr=0.05`` on the command line becomes a float and ``train.lr=fast`` is an
+error before anything starts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ddpx.contract.errors import UserError, did_you_mean
+from ddpx.contract.records import Param
+
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+def flatten(nested: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"train": {"lr": 0.1}}`` -> ``{"train.lr": 0.1}``."""
+    flat: dict[str, Any] = {}
+    for key, value in nested.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f"{dotted}."))
+        else:
+            flat[dotted] = value
+    return flat
+
+
+def unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"train.lr": 0.1}`` -> ``{"train": {"lr": 0.1}}``."""
+    nested: dict[str, Any] = {}
+    for dotted, value in flat.items():
+        node = nested
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return nested
+
+
+def parse_override(text: str) -> tuple[str, str]:
+    """Split ``KEY=VALUE``; anything else is a usage error."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise UserError(
+            f"'{text}' is not a recipe override: write KEY=VALUE, for example train.lr=0.05. "
+            "`ddpx show RECIPE` lists every key."
+        )
+    return key, value.strip()
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "true or false", int: "an integer", float: "a number", str: "text"}.get(type(value), type(value).__name__)
+
+
+def coerce(key: str, value: Any, param: Param, *, from_text: bool) -> Any:
+    """Convert ``value`` to the type of ``param.default`` and check its limits."""
+    expected = type(param.default)
+    try:
+        if from_text:
+            value = _from_text(value, expected)
+        value = _check_type(value, expected)
+    except ValueError:
+        raise UserError(
+            f"'{key}' must be {_type_name(param.default)}, not {value!r}. "
+            f"For example: {key}={_example(param.default)}."
+        ) from None
+    _check_limits(key, value, param)
+    return value
+
+
+def _from_text(text: str, expected: type) -> Any:
+    if expected is bool:
+        lowered = text.lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+        raise ValueError(text)
+    if expected is int:
+        return int(text)
+    if expected is float:
+        return float(text)
+    return text
+
+
+def _check_type(value: Any, expected: type) -> Any:
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if expected is int and isinstance(value, bool):
+        raise ValueError(value)
+    if not isinstance(value, expected):
+        raise ValueError(value)
+    return value
+
+
+def _example(default: Any) -> str:
+    if isinstance(default, bool):
+        return "true"
+    return str(default) if default != "" else "VALUE"
+
+
+def _check_limits(key: str, value: Any, param: Param) -> None:
+    if param.choices is not None and value not in param.choices:
+        options = ", ".join(str(c) for c in param.choices)
+        raise UserError(f"'{key}' must be one of {options}, not {value!r}.{did_you_mean(str(value), map(str, param.choices))}")
+    if param.minimum is not None and value < param.minimum:
+        raise UserError(f"'{key}' must be at least {param.minimum}, not {value!r}.")
+    if param.above is not None and value <= param.above:
+        raise UserError(f"'{key}' must be greater than {param.above}, not {value!r}.")
+
+
+def unknown_key_error(key: str, schema: Mapping[str, Param], where: str) -> UserError:
+    """The error for a key no plugin declares, with the closest known key."""
+    section = key.split(".", 1)[0]
+    same_section = [k for k in schema if k.split(".", 1)[0] == section] or list(schema)
+    return UserError(
+        f"unknown recipe key '{key}'{where}.{did_you_mean(key, same_section) or did_you_mean(key, schema)} "
+        "`ddpx show RECIPE` lists every key with its value."
+    )

@@ -1,0 +1,43 @@
+"""The errors ddpx shows to users as one clear paragraph instead of a traceback."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Iterable
+
+
+class UserError(Exception):
+    """A mistake the user can fix: shown as one paragraph that names the fix.
+
+    ``exit_code`` is 2 for mistakes caught before any process starts (usage errors) and 1
+    for those found while the job runs (a missing data file, say).
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, exit_code: int | None = None):
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0])
+
+
+class PluginError(UserError):
+    """A plugin is broken or two plugins clash: names the plugin, its distribution, the fix."""
+
+
+class JobFailed(Exception):
+    """The job's ranks ran and at least one failed; the message is the first failure, once."""
+
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` Did you mean 'x'?`` for the closest known name, or an empty string."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" Did you mean '{close[0]}'?" if close else ""

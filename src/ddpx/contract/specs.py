@@ -1,0 +1,261 @@
+"""The components plugins register through the ``register_*`` hooks, one spec per kind.
+
+Everything here is plain data: importing this module imports neither torch nor mlflow, so
+plugins can describe their components cheaply and build the heavy parts only when a run asks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+
+from ddpx.contract.records import DataRequest, DatasetRecord, Param, TaskData
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import numpy as np
+    import torch
+    from torch.utils.data import Sampler
+
+    from ddpx.launch.job import Job
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A learning problem: how to build its data, its loss and the metric that judges it.
+
+    ``loss`` is ``"cross_entropy"`` (integer class targets, logits of shape ``(N, C)``) or
+    ``"bce_with_logits"`` (0/1 targets, logits of shape ``(N,)``). ``metric`` names a
+    registered metric, used for model selection on the dev split and reported on held-out.
+    ``params`` declares the task's ``dataset.*`` keys. ``check(params)`` — or
+    ``check(params, world_size)`` when it needs the number of ranks — runs in the launching
+    process before any rank starts and raises :class:`~ddpx.contract.errors.UserError` for settings
+    that cannot work (a missing or unreadable file, a missing optional dependency, fewer
+    training samples than ranks).
+    """
+
+    name: str
+    description: str
+    build_data: Callable[[DataRequest], TaskData]
+    loss: str
+    metric: str
+    params: Mapping[str, Param] = field(default_factory=dict)
+    check: Callable[[Mapping[str, Any]], None] | None = None
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model family: ``build(params, info)`` returns a ``torch.nn.Module``.
+
+    ``params`` are the resolved ``model.*`` keys; ``info`` is :attr:`TaskData.info`.
+    """
+
+    name: str
+    description: str
+    build: Callable[[Mapping[str, Any], Mapping[str, Any]], "torch.nn.Module"]
+    params: Mapping[str, Param] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A held-out metric computed once over the complete, gathered split.
+
+    ``compute(targets, outputs)`` receives numpy arrays: the targets and the model's raw
+    outputs (logits), in dataset order. ``greater_is_better`` drives model selection.
+    ``imports`` names modules ``compute`` imports (say ``"sklearn.metrics"``): the rank that
+    computes the metric imports them while it starts, so that the first dev evaluation does not
+    stop that rank for the import while the others wait, between the first and second epochs.
+    """
+
+    name: str
+    description: str
+    compute: Callable[["np.ndarray", "np.ndarray"], float]
+    greater_is_better: bool = True
+    imports: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SamplerSpec:
+    """A training sampler: ``build(dataset, rank=, world_size=, seed=)`` returns a sampler
+    with ``set_epoch(epoch)`` that gives each rank its share of the training split."""
+
+    name: str
+    description: str
+    build: Callable[..., "Sampler"]
+
+
+@dataclass(frozen=True)
+class WrapperSpec:
+    """How the model is made data-parallel (``train.wrapper``).
+
+    ``wrap(model, device)`` receives the plain model, already on ``device``, after the process
+    group is up, and returns the module the training step calls. It must make every rank start
+    from the same weights and keep them equal (``train.check_sync=true`` verifies that). Keep the
+    plain model as the wrapper's ``module`` attribute, so checkpoints hold its bare state dict.
+    ``check(job)`` may raise :class:`~ddpx.contract.errors.UserError` before anything starts.
+    """
+
+    name: str
+    description: str
+    wrap: Callable[["torch.nn.Module", "torch.device"], "torch.nn.Module"]
+    check: Callable[["Job"], None] | None = None
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """A ``torch.distributed`` backend and the device each rank computes on.
+
+    ``unusable_reason(nproc_per_node)`` returns ``None`` when the backend can run that many
+    local ranks here, else one sentence saying why not (checked before any process starts).
+    """
+
+    name: str
+    description: str
+    device_type: str
+    unusable_reason: Callable[[int], str | None]
+
+
+@dataclass(frozen=True)
+class LaunchOption:
+    """A command-line option a launcher adds to ``ddpx recipe`` and ``ddpx sweep``.
+
+    ``name`` is the flag without its dashes (``partition`` gives ``--partition``); the value
+    reaches the launcher as ``job.launch.launcher_options[key]``, where ``key`` is the name with
+    ``_`` for ``-``. ``kind`` is ``str``, ``int`` or ``float``; ``flag=True`` makes a switch and
+    ``multiple=True`` a repeatable option (its value a list). Giving a launcher's option with
+    another launcher is a usage error.
+    """
+
+    name: str
+    help: str
+    kind: type = str
+    default: Any = None
+    flag: bool = False
+    multiple: bool = False
+    metavar: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.name.replace("-", "_")
+
+
+@dataclass(frozen=True)
+class LaunchOutcome:
+    """What a launcher reports: the job's exit status (0 for success), and ``detached=True``
+    when it handed the job over (to a batch system, say) and returned before it ended."""
+
+    status: int
+    detached: bool = False
+
+
+class Launcher(Protocol):
+    """Starts the ranks of a job and returns its :class:`LaunchOutcome`."""
+
+    def __call__(self, job: "Job") -> LaunchOutcome: ...
+
+
+@dataclass(frozen=True)
+class LauncherSpec:
+    """A way to start the ranks: ``launch(job)`` runs them all and returns a :class:`LaunchOutcome`.
+
+    ``check(job)`` may raise :class:`~ddpx.contract.errors.UserError` before anything starts.
+    ``submits()`` is true when the ranks will run on other machines (a batch system): then this
+    machine's GPUs are not checked against the backend. ``detaches(job)`` is true when ``launch``
+    will hand the job over and return before it ends (a sweep then refuses it: each trial's
+    result is needed before the next). ``options`` are the launcher's own command-line options
+    (:class:`LaunchOption`).
+    """
+
+    name: str
+    description: str
+    launch: Launcher
+    check: Callable[["Job"], None] | None = None
+    submits: Callable[[], bool] | None = None
+    detaches: Callable[["Job"], bool] | None = None
+    options: tuple[LaunchOption, ...] = ()
+
+
+class Tracker(Protocol):
+    """An experiment tracker, used on rank 0 only."""
+
+    run_id: str | None
+
+    def start(self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str],
+              resume_run_id: str | None = None) -> None:
+        """Open a run; with ``resume_run_id``, continue that run (its parameters are already logged)."""
+        ...
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None: ...
+
+    def log_artifact(self, path: Path, folder: str | None = None) -> None:
+        """Store a file with the run, under ``folder`` when given."""
+        ...
+
+    def log_dataset(self, dataset: DatasetRecord) -> None:
+        """Record the run's input data (optional: trackers without it skip this)."""
+        ...
+
+    def finish(self, status: str, error: str | None = None) -> None: ...
+
+    def describe(self) -> str:
+        """One line telling the user where to look at the run."""
+        ...
+
+
+@dataclass(frozen=True)
+class TrackerSpec:
+    """A tracker: ``create(job)`` returns a :class:`Tracker` (called on rank 0 only)."""
+
+    name: str
+    description: str
+    create: Callable[["Job"], Tracker]
+
+
+@dataclass(frozen=True)
+class RecipeSource:
+    """A recipe file a plugin ships. Its name is the file's ``name`` key (or its stem)."""
+
+    path: Path
+
+
+@dataclass(frozen=True)
+class OptimizerSpec:
+    """An optimizer a recipe names with ``train.optimizer``: ``build(parameters, train)`` returns
+    a ``torch.optim.Optimizer``; ``train`` is the resolved ``train.*`` section."""
+
+    name: str
+    description: str
+    build: Callable[[Any, Mapping[str, Any]], "torch.optim.Optimizer"]
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """A learning-rate schedule a recipe names with ``train.lr_schedule``, stepped after every
+    optimizer step: ``build(optimizer, train, total_steps)`` returns a scheduler, or ``None``
+    for a constant rate."""
+
+    name: str
+    description: str
+    build: Callable[["torch.optim.Optimizer", Mapping[str, Any], int], Any]
+
+
+KINDS: Mapping[str, str] = {
+    "tasks": "task",
+    "models": "model",
+    "metrics": "metric",
+    "samplers": "sampler",
+    "wrappers": "wrapper",
+    "optimizers": "optimizer",
+    "schedules": "schedule",
+    "backends": "backend",
+    "launchers": "launcher",
+    "trackers": "tracker",
+    "recipes": "recipe",
+}
+"""Every kind of registered component (``register_<kind>`` hooks), with its singular name."""
+
+__all__ = [
+    "TaskSpec", "ModelSpec", "MetricSpec", "SamplerSpec", "WrapperSpec", "OptimizerSpec", "ScheduleSpec",
+    "BackendSpec", "LaunchOption", "LaunchOutcome", "LauncherSpec", "Tracker", "TrackerSpec", "RecipeSource",
+    "KINDS", "DataRequest", "DatasetRecord", "Param", "TaskData",
+]

@@ -1,0 +1,123 @@
+"""Planning a job: everything that can be checked before a process starts, so a user mistake is
+exit code 2 with nothing started — the launcher and its options, the rank layout, the backend
+on this machine, the precision, checkpoints to continue from, the task's own checks, the port.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ddpx.config.recipe import Recipe
+from ddpx.contract.errors import UserError
+from ddpx.contract.specs import LauncherSpec
+from ddpx.launch.gpus import local_gpu_count
+from ddpx.launch.job import Job
+from ddpx.launch.settings import LaunchSettings, default_nproc
+from ddpx.plugin_host.registry import Registry
+
+
+def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Job:
+    """Check the settings against the plugins and this machine and return the job; nothing is started."""
+    launcher = registry.get("launchers", settings.launcher, key="--launcher")
+    registry.get("trackers", settings.tracking, key="--tracking")
+    check_rank_layout(settings)
+    resume_from = check_checkpoints(recipe, settings.resume)
+    resolved = resolve_for_this_machine(registry, recipe, settings, launcher)
+    job = Job(recipe_name=recipe.name, recipe_source=recipe.source, config=recipe.config, launch=resolved,
+              requested=recipe.requested, resume_from=resume_from)
+    if launcher.check is not None:
+        launcher.check(job)
+    wrapper = registry.get("wrappers", recipe.train["wrapper"], key="train.wrapper")
+    if wrapper.check is not None:
+        wrapper.check(job)
+    if recipe.task.check is not None:
+        call_task_check(recipe.task.check, recipe.config["dataset"], job.world_size)
+    if settings.master_port is not None and settings.node_rank == 0 and not submits(launcher):
+        check_port_free(settings.master_addr, settings.master_port)
+    return job
+
+
+def check_rank_layout(settings: LaunchSettings) -> None:
+    if settings.nproc is not None and settings.nproc < 1:
+        raise UserError(f"--nproc must be at least 1, not {settings.nproc}.")
+    if settings.nnodes < 1:
+        raise UserError(f"--nnodes must be at least 1, not {settings.nnodes}.")
+    if not 0 <= settings.node_rank < settings.nnodes:
+        raise UserError(f"--node-rank must be between 0 and {settings.nnodes - 1} for --nnodes {settings.nnodes}, "
+                        f"not {settings.node_rank}.")
+    if settings.max_restarts < 0:
+        raise UserError(f"--max-restarts must be 0 or more, not {settings.max_restarts}.")
+    if settings.timeout_s <= 0:
+        raise UserError(f"--timeout must be a positive number of seconds, not {settings.timeout_s}.")
+
+
+def check_checkpoints(recipe: Recipe, resume: str | None) -> str | None:
+    """A ``--resume PATH`` or ``train.init_from`` that cannot be read (or does not fit) is an error
+    now, not on every rank; returns the checkpoint a first start continues from."""
+    resume_from = None
+    if resume and resume != "auto":
+        from ddpx.rank.checkpoint import load_checkpoint
+        from ddpx.rank.resume import check_resumable
+
+        check_resumable(load_checkpoint(resume), resume, recipe.config)
+        resume_from = str(Path(resume).resolve())
+    if recipe.train["init_from"]:
+        from ddpx.rank.checkpoint import load_checkpoint
+
+        load_checkpoint(recipe.train["init_from"])
+    return resume_from
+
+
+def submits(launcher: LauncherSpec) -> bool:
+    """True when the launcher's ranks run on other machines (a batch system)."""
+    return launcher.submits is not None and launcher.submits()
+
+
+def resolve_for_this_machine(registry: Registry, recipe: Recipe, settings: LaunchSettings,
+                             launcher: LauncherSpec) -> LaunchSettings:
+    """The settings with ``nproc`` and ``backend`` chosen for this machine's GPUs, checked."""
+    gpus = local_gpu_count()
+    nproc = settings.nproc if settings.nproc is not None else default_nproc(gpus)
+    backend_name = settings.backend
+    if backend_name == "auto":
+        backend_name = registry.pm.hook.ddpx_resolve_backend(nproc_per_node=nproc, gpus=gpus) or "gloo"
+    backend = registry.get("backends", backend_name, key="--backend")
+    reason = None if submits(launcher) else backend.unusable_reason(nproc)
+    if reason:
+        raise UserError(f"--backend {backend_name} cannot run here: {reason}")
+    if recipe.train["precision"] == "fp16" and backend.device_type != "cuda":
+        raise UserError("train.precision=fp16 needs a GPU (it relies on CUDA gradient scaling). On CPU use "
+                        "train.precision=bf16 or fp32.")
+    return replace(settings, nproc=nproc, backend=backend_name, launcher_options=dict(settings.launcher_options))
+
+
+def call_task_check(check: Callable[..., None], params: Mapping[str, Any], world_size: int) -> None:
+    """A task's ``check(params)``, or ``check(params, world_size)`` when it takes the rank count."""
+    try:
+        takes_world_size = len(inspect.signature(check).parameters) >= 2
+    except (TypeError, ValueError):
+        takes_world_size = False
+    if takes_world_size:
+        check(params, world_size)
+    else:
+        check(params)
+
+
+def check_port_free(host: str, port: int) -> None:
+    """A rendezvous port that another program holds is a usage error before anything starts."""
+    import errno
+    import socket
+
+    if not 0 < port < 65536:
+        raise UserError(f"--master-port must be between 1 and 65535, not {port}.")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRNOTAVAIL:  # not an address of this machine: another node's, for multi-node
+                return
+            raise UserError(f"--master-port {port} on {host} is already in use by another program ({exc.strerror}). "
+                            "Choose another port, or leave --master-port out to let ddpx pick a free one.") from None

@@ -1,0 +1,75 @@
+"""Running a planned job: create (or pick) its run folder, write ``job.json`` and ``recipe.toml``,
+hand the job to its launcher, and read the outcome back from the run folder — rank 0's
+``summary.json`` on success, the first rank's failure otherwise (the tracking run marked too).
+"""
+
+from __future__ import annotations
+
+import json
+
+from ddpx.config.recipe import Recipe
+from ddpx.contract.errors import JobFailed, UserError
+from ddpx.contract.records import RunSummary
+from ddpx.contract.specs import LaunchOutcome
+from ddpx.launch.job import Job
+from ddpx.plugin_host.registry import Registry
+from ddpx.records.failures import clear_failures, job_failure
+from ddpx.records.run_dir import RunDir, latest_run_dir
+from ddpx.records.tracking import close_tracking_run
+
+
+def prepare_run_dir(recipe: Recipe, job: Job) -> RunDir:
+    """A new run folder, or with ``--resume auto`` the latest one of this recipe (continued in place)."""
+    runs_dir = job.launch.runs_dir
+    if job.launch.resume == "auto":
+        latest = latest_run_dir(recipe.name, runs_dir)
+        if latest is not None:
+            for stale in (latest.summary_file, latest.stopped_file):
+                stale.unlink(missing_ok=True)
+            clear_failures(latest)
+            print(f"ddpx: resuming the run in {latest.path}")
+            return latest
+        print(f"ddpx: no earlier run of {recipe.name} with a checkpoint; starting a new one")
+    run_dir = RunDir.create(recipe.name, runs_dir)
+    run_dir.recipe_file.write_text(recipe.to_toml(), encoding="utf-8")
+    return run_dir
+
+
+def run_job(registry: Registry, recipe: Recipe, job: Job) -> RunSummary | None:
+    """Start the ranks and return rank 0's summary (or raise :class:`JobFailed`).
+
+    ``None`` when this machine's ranks all succeeded but global rank 0 ran elsewhere (multi-node),
+    or when the launcher handed the job to a batch system and returned.
+    """
+    job.run_dir = prepare_run_dir(recipe, job)
+    job.save()
+    launcher = registry.get("launchers", job.launch.launcher)
+    try:
+        outcome: LaunchOutcome = launcher.launch(job)
+    except UserError as exc:
+        close_tracking_run(registry, job, "FAILED", exc.message)
+        raise
+    return read_outcome(registry, job, outcome)
+
+
+def read_outcome(registry: Registry, job: Job, outcome: LaunchOutcome) -> RunSummary | None:
+    """What the ranks left in the run folder, as a summary or the error to show."""
+    run_dir, status = job.run_dir, outcome.status
+    if run_dir.stopped_file.is_file() and not run_dir.summary_file.is_file():
+        reason = json.loads(run_dir.stopped_file.read_text(encoding="utf-8"))["reason"]
+        raise JobFailed(f"the run {reason}. Continue it with `ddpx recipe {job.requested} --resume auto`.", 75)
+    if status == 130:
+        close_tracking_run(registry, job, "KILLED", "interrupted (Ctrl-C); every rank was stopped")
+        raise JobFailed(f"interrupted; every rank was stopped. The run folder is {run_dir.path}; continue with "
+                        f"`ddpx recipe {job.requested} --resume auto`.", 130)
+    if status == 0 and (job.launch.nnodes > 1 or outcome.detached) and not run_dir.summary_file.is_file():
+        return None
+    if status != 0 or not run_dir.summary_file.is_file():
+        log = f" and {run_dir.launcher_log}" if run_dir.launcher_log.is_file() else ""
+        failure = job_failure(run_dir, status, f"the job exited with status {status} and no rank recorded an error; "
+                                               f"see {run_dir.path}{log}")
+        close_tracking_run(registry, job, "FAILED", str(failure))
+        raise failure
+    summary = RunSummary.read(run_dir.summary_file)
+    summary.run_dir = str(run_dir.path)
+    return summary

@@ -1,0 +1,52 @@
+"""How the user asked to run a recipe: the one record of launch settings.
+
+``ddpx recipe`` and ``ddpx sweep`` build their options from these fields (each field's
+``metadata`` holds its flag and help), the planner resolves ``nproc`` and ``backend`` for this
+machine, and the job every rank reads carries the resolved record unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def _option(default: Any, help: str, flag: str | None = None, **extra: Any) -> Any:
+    return field(default=default, metadata={"help": help, "flag": flag, **extra})
+
+
+@dataclass
+class LaunchSettings:
+    """Where and how the ranks of a job start, and where the run is recorded."""
+
+    launcher: str = _option("spawn", "How ranks start: spawn, torchrun, slurm, or a plugin's.")
+    nproc: int | None = _option(None, "Ranks per node.  [default: one per GPU, or 2 without GPUs]", kind=int)
+    nnodes: int = _option(1, "Number of machines.")
+    node_rank: int = _option(0, "This machine's index (multi-node).")
+    master_addr: str = _option("127.0.0.1", "Address of node 0 (spawn launcher).")
+    master_port: int | None = _option(None, "Rendezvous port on node 0.  [default: a free port]", kind=int)
+    rdzv_endpoint: str | None = _option(None, "HOST:PORT rendezvous for multi-node torchrun.")
+    max_restarts: int = _option(0, "Restarts on failure (torchrun).")
+    backend: str = _option("auto", "auto (nccl with one GPU per rank, else gloo), nccl or gloo.")
+    tracking: str = _option("mlflow", "Tracker: mlflow, or none to disable.")
+    tracking_uri: str | None = _option(None, "MLflow store or server.  [default: sqlite:///mlflow.db here]",
+                                       envvar="MLFLOW_TRACKING_URI")
+    experiment: str = _option("ddpx", "MLflow experiment name.")
+    system_metrics: bool = _option(True, "Record CPU, memory and GPU use with the run (MLflow system metrics, rank 0).",
+                                   "--system-metrics/--no-system-metrics")
+    runs_dir: str | None = _option(None, "Folder for run folders.  [default: ./ddpx-runs]", "--run-dir")
+    timeout_s: float = _option(1800.0, "Seconds a rank waits for the others in a collective before the job fails.",
+                               "--timeout")
+    resume: str | None = _option(None, "Continue the latest run of this recipe (auto) or from a checkpoint file.",
+                                 metavar="auto|PATH", only="recipe")
+    launcher_options: dict[str, Any] = field(default_factory=dict)  # the chosen launcher's own options
+
+    @property
+    def world_size(self) -> int:
+        """Ranks in the job (after planning, when ``nproc`` is known)."""
+        return (self.nproc or 0) * self.nnodes
+
+
+def default_nproc(gpus: int) -> int:
+    """One rank per GPU, or 2 ranks on a machine without one."""
+    return gpus if gpus > 0 else 2

@@ -1,0 +1,1 @@
+"""Loading plugins (entry points, ``DDPX_PLUGINS``, in-process) and collecting what they register."""

@@ -1,0 +1,137 @@
+"""The ``mlflow`` tracker: one MLflow run per job, written by rank 0.
+
+The store is ``--tracking-uri``, else ``MLFLOW_TRACKING_URI``, else MLflow's own default
+(``sqlite:///mlflow.db`` in the working directory). mlflow is imported only when a run starts.
+
+Besides params, metrics and artifacts, the run gets the dataset as an MLflow input (name,
+source, digest, and the split sizes as its profile) and, unless ``--no-system-metrics``, MLflow's
+own system metrics (CPU, memory, disk, network, and GPU where present) sampled on rank 0.
+``MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL`` sets their period in seconds (default 10).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from ddpx.api import DatasetRecord, Job, TrackerSpec, hookimpl
+
+MAX_PARAM_LENGTH = 6000
+SYSTEM_METRICS_INTERVAL_S = 10
+
+
+def _source_type(source: str) -> str:
+    if source.startswith(("http://", "https://")):
+        return "http"
+    return "local" if source.startswith("/") else "code"
+
+
+class MlflowTracker:
+    def __init__(self, job: Job):
+        self.uri = job.launch.tracking_uri
+        self.experiment = job.launch.experiment
+        self.run_id: str | None = None
+        self.experiment_id: str | None = None
+        self.system_metrics = job.launch.system_metrics
+        self._client: Any = None
+        self._monitor: Any = None
+
+    def start(self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str],
+              resume_run_id: str | None = None) -> None:
+        import logging
+
+        import mlflow
+        from mlflow.entities import Param
+        from mlflow.tracking import MlflowClient
+
+        from ddpx.plugins.trackers.mlflow.store import bound_http_retries, check_server, is_http, resolve_uri
+
+        logging.getLogger("mlflow").setLevel(logging.WARNING)  # no schema-migration chatter
+        self.uri = resolve_uri(self.uri)
+        if is_http(self.uri):
+            bound_http_retries()
+            check_server(self.uri)
+        mlflow.set_tracking_uri(self.uri)
+        self._client = MlflowClient(self.uri)
+        if resume_run_id:  # a resumed job continues its own run
+            run = self._client.get_run(resume_run_id)
+            self.run_id, self.experiment_id = run.info.run_id, run.info.experiment_id
+            self._client.update_run(self.run_id, status="RUNNING")
+            self._start_system_metrics(resume=True)
+            return
+        self.experiment_id = self._experiment_id()
+        run = self._client.create_run(self.experiment_id, run_name=run_name, tags=dict(tags))
+        self.run_id = run.info.run_id
+        items = [Param(key, str(value)[:MAX_PARAM_LENGTH]) for key, value in sorted(params.items())]
+        for start in range(0, len(items), 100):  # MLflow takes at most 100 params per batch
+            self._client.log_batch(self.run_id, params=items[start : start + 100])
+        self._start_system_metrics(resume=False)
+
+    def _experiment_id(self) -> str:
+        """The experiment's id, creating the experiment if it does not exist yet. Jobs started at
+        the same moment (a Slurm array, two terminals) may all find it missing: the one whose
+        create comes second reads back the experiment the first one made."""
+        from mlflow.exceptions import MlflowException
+
+        experiment = self._client.get_experiment_by_name(self.experiment)
+        if experiment is not None:
+            return experiment.experiment_id
+        try:
+            return self._client.create_experiment(self.experiment)
+        except MlflowException as exc:
+            if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
+        return self._client.get_experiment_by_name(self.experiment).experiment_id
+
+    def _start_system_metrics(self, resume: bool) -> None:
+        if not self.system_metrics:
+            return
+        from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+
+        self._monitor = SystemMetricsMonitor(self.run_id, sampling_interval=SYSTEM_METRICS_INTERVAL_S,
+                                             resume_logging=resume, tracking_uri=self.uri)
+        self._monitor.start()
+
+    def _stop_system_metrics(self) -> None:
+        if self._monitor is not None:
+            self._monitor.finish()
+            self._monitor = None
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        batch = [Metric(key, float(value), now, step or 0) for key, value in metrics.items()]
+        self._client.log_batch(self.run_id, metrics=batch)
+
+    def log_artifact(self, path: Path, folder: str | None = None) -> None:
+        self._client.log_artifact(self.run_id, str(path), artifact_path=folder)
+
+    def log_dataset(self, dataset: DatasetRecord) -> None:
+        import json
+
+        from mlflow.entities import Dataset, DatasetInput, InputTag
+
+        record = Dataset(name=dataset.name, digest=dataset.digest, source_type=_source_type(dataset.source),
+                         source=json.dumps({"uri": dataset.source}), profile=json.dumps(dict(dataset.splits)))
+        self._client.log_inputs(self.run_id, [DatasetInput(record, [InputTag("mlflow.data.context", "training")])])
+
+    def finish(self, status: str, error: str | None = None) -> None:
+        self._stop_system_metrics()
+        if error:
+            self._client.set_tag(self.run_id, "ddpx.error", error[:5000])
+        self._client.set_terminated(self.run_id, status=status)
+
+    def describe(self) -> str:
+        if self.uri and self.uri.startswith(("http://", "https://")):
+            return f"Compare runs: open {self.uri.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
+        return (
+            f"Compare runs: `mlflow ui --backend-store-uri {self.uri}`, then open "
+            f"http://127.0.0.1:5000/#/experiments/{self.experiment_id}/runs/{self.run_id}"
+        )
+
+
+@hookimpl
+def register_trackers(register):
+    register(TrackerSpec("mlflow", "MLflow: params, per-epoch metrics, held-out metric, artifacts", MlflowTracker))

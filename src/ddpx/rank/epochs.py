@@ -1,0 +1,143 @@
+"""The epoch loop: train this rank's share, evaluate dev exactly, keep the best weights, stop
+early after ``train.patience`` epochs without improvement, checkpoint every epoch, and stop at a
+step boundary on every rank alike when a stop is requested (SIGUSR1).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+
+from ddpx.contract.specs import MetricSpec
+from ddpx.rank.batching import training_batches
+from ddpx.rank.distributed import all_reduce_sum
+from ddpx.rank.evaluation import evaluate
+from ddpx.rank.rank_run import RankRun
+from ddpx.rank.signals import Preempted, StopRequests
+from ddpx.rank.sync_check import check_parameters_in_sync
+from ddpx.rank.training_checkpoint import write_last
+from ddpx.rank.training_state import Position, clone_state
+from ddpx.rank.transfer import to_device
+from ddpx.records.tracking import append_metrics
+
+
+def is_better(value: float, loss: float, best: tuple[float, float] | None, metric: MetricSpec) -> bool:
+    """Better dev metric wins; on a tie (a saturated accuracy, say) the lower dev loss wins."""
+    if math.isnan(value):
+        return False
+    if best is None:
+        return True
+    best_value, best_loss = best
+    if value == best_value:
+        return loss < best_loss
+    return value > best_value if metric.greater_is_better else value < best_value
+
+
+def _channels_last(inputs):
+    if isinstance(inputs, torch.Tensor) and inputs.dim() == 4:
+        return inputs.contiguous(memory_format=torch.channels_last)
+    return inputs
+
+
+def stopping_early(run: RankRun) -> bool:
+    return bool(run.train["patience"]) and run.state.selection.stale >= run.train["patience"]
+
+
+def run_epochs(run: RankRun) -> None:
+    """Train until ``train.max_epochs``, early stopping, or a stop request (raises :class:`Preempted`)."""
+    stops = StopRequests(every=run.train["stop_check_every"])
+    max_epochs = run.train["max_epochs"]
+    try:
+        while run.state.position.epoch < max_epochs and not stopping_early(run):
+            epoch = run.state.position.epoch + 1
+            started = time.perf_counter()
+            totals = train_epoch(run, epoch, stops)
+            finish_epoch(run, epoch, totals, started)
+            if stops.agreed(0, run.device, force=True) and epoch < max_epochs:
+                run.registry.pm.hook.ddpx_preempted(context=run.context)
+                raise Preempted(f"stopped on request after epoch {epoch}; the checkpoint is "
+                                f"{run.job.run_dir.last_checkpoint}")
+    finally:
+        stops.restore()
+    selection = run.state.selection
+    if stopping_early(run) and run.state.position.epoch < max_epochs:
+        run.console.print(f"early stop: no dev improvement for {selection.stale} epochs; best epoch "
+                          f"{selection.best_epoch}")
+
+
+def train_epoch(run: RankRun, epoch: int, stops: StopRequests) -> torch.Tensor:
+    """One epoch (or its rest, when resumed inside it) on this rank's share; returns this rank's
+    [loss sum, sample count]."""
+    state, train, device = run.state, run.train, run.device
+    position = state.position
+    if hasattr(state.sampler, "set_epoch"):
+        state.sampler.set_epoch(epoch)
+    loader = training_batches(run.data.train, state.sampler, batch_size=train["batch_size"], device=device,
+                              num_workers=train["num_workers"], collate_fn=run.data.collate_fn,
+                              drop_last=train["drop_last"], skip_batches=position.step)
+    totals = torch.tensor(position.totals, dtype=torch.float64, device=device)
+    with run.console.epoch_bar(epoch, train["max_epochs"], state.batches_per_epoch) as bar:
+        for inputs, targets in loader:
+            loss = train_step(run, inputs, targets)
+            totals[0] += loss.detach().double() * targets.shape[0]
+            totals[1] += targets.shape[0]
+            position.step += 1
+            if train["check_sync"]:
+                check_parameters_in_sync(state.model, f"step {position.step} of epoch {epoch}")
+            bar.advance(loss)
+            if position.step < state.batches_per_epoch and stops.agreed(position.step, device):
+                write_last(run, False, totals)
+                run.registry.pm.hook.ddpx_preempted(context=run.context)
+                raise Preempted(f"stopped on request {position.step} step(s) into epoch {epoch}; "
+                                f"the checkpoint is {run.job.run_dir.last_checkpoint}")
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)  # the epoch's queued kernels belong to its time
+    return totals
+
+
+def train_step(run: RankRun, inputs, targets) -> torch.Tensor:
+    """Forward in the recipe's precision, backward, optimizer and schedule step; returns the loss."""
+    state = run.state
+    inputs, targets = to_device(inputs, run.device), to_device(targets, run.device)
+    if run.train["channels_last"]:
+        inputs = _channels_last(inputs)
+    state.optimizer.zero_grad(set_to_none=True)
+    with state.autocast():
+        loss = state.loss_fn(state.step_model(inputs), targets)
+    state.scaler.scale(loss).backward()
+    state.scaler.step(state.optimizer)
+    state.scaler.update()
+    if state.scheduler is not None:
+        state.scheduler.step()
+    return loss
+
+
+def finish_epoch(run: RankRun, epoch: int, totals: torch.Tensor, started: float) -> None:
+    """Dev evaluation, model selection, the checkpoint, the metrics (run folder, tracker, terminal)."""
+    state, metric = run.state, run.parts.metric
+    train_seconds = time.perf_counter() - started
+    summed = all_reduce_sum(totals)
+    dev = evaluate(state.model, run.data.dev, **run.evaluation_options())
+    improved = is_better(dev.metric, dev.loss, state.selection.best, metric)
+    if improved:
+        state.selection.best, state.selection.best_epoch, state.selection.stale = (dev.metric, dev.loss), epoch, 0
+        state.selection.best_state = clone_state(state.model.state_dict())
+    else:
+        state.selection.stale += 1
+    metrics = {
+        "train_loss": float(summed[0] / summed[1]),
+        **dev.as_metrics("dev", metric.name),
+        "lr": state.optimizer.param_groups[0]["lr"],
+        "samples_per_s": float(summed[1]) / train_seconds,
+        "epoch_s": time.perf_counter() - started,
+    }
+    state.position = Position(epoch=epoch)
+    write_last(run, improved, torch.zeros(2, dtype=torch.float64))
+    if run.env.is_main:
+        append_metrics(run.job.run_dir.metrics_file, {"epoch": epoch, **metrics})
+        if run.tracker:
+            run.tracker.log_metrics(metrics, step=epoch)
+        run.console.epoch_line(epoch, run.train["max_epochs"], metrics, improved)
+    run.registry.pm.hook.ddpx_epoch_end(context=run.context, epoch=epoch, metrics=metrics)

@@ -1,0 +1,117 @@
+"""Exact distributed evaluation: every sample scored once, the metric computed once.
+
+Each rank scores a disjoint, contiguous shard of the split (shards differ by at most one
+sample; no sampler padding, no dropped tail). Outputs, targets and dataset indices are gathered,
+the gathered count is checked against the split's size, rows are put back in dataset order,
+and the metric is computed on rank 0 over the complete split, then shared with every rank.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+from torch.utils.data import Dataset
+
+from ddpx.rank.batching import evaluation_batches
+from ddpx.contract.specs import MetricSpec
+from ddpx.rank.distributed import all_gather_rows, broadcast_object
+from ddpx.rank.losses import LossFn
+from ddpx.rank.transfer import to_device
+
+
+def shard_bounds(size: int, rank: int, world_size: int) -> range:
+    """The contiguous slice of ``range(size)`` that ``rank`` scores; the slices tile it exactly."""
+    return range(size * rank // world_size, size * (rank + 1) // world_size)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One split's result: its metric, its mean loss, and how many samples were scored."""
+
+    metric: float
+    loss: float
+    count: int
+    predictions: "Predictions | None" = None  # rank 0 only, when asked for
+
+    def as_metrics(self, prefix: str, metric_name: str) -> dict[str, float]:
+        return {f"{prefix}_{metric_name}": self.metric, f"{prefix}_loss": self.loss}
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """The gathered raw outputs and targets of a split, in dataset order (rank 0 only)."""
+
+    outputs: torch.Tensor
+    targets: torch.Tensor
+
+
+@torch.no_grad()
+def predict(
+    model: torch.nn.Module,
+    dataset: Dataset,
+    *,
+    rank: int,
+    world_size: int,
+    device: torch.device,
+    batch_size: int,
+    collate_fn: Callable | None = None,
+    autocast: Callable[[], AbstractContextManager[Any]] | None = None,
+) -> Predictions:
+    """Score ``dataset`` across all ranks; every rank receives the complete predictions."""
+    size = len(dataset)  # type: ignore[arg-type]
+    shard = shard_bounds(size, rank, world_size)
+    loader = evaluation_batches(dataset, shard, batch_size=batch_size, device=device, collate_fn=collate_fn)
+    was_training = model.training
+    model.eval()
+    outputs, targets = [], []
+    for inputs, target in loader:
+        if autocast is not None:
+            with autocast():
+                out = model(to_device(inputs, device))
+        else:
+            out = model(to_device(inputs, device))
+        outputs.append(out.float())
+        targets.append(target.to(device))
+    if outputs:
+        local_out, local_targets = torch.cat(outputs), torch.cat(targets)
+    else:  # a rank with an empty shard still joins the gather, with rows of the right shape
+        local_out, local_targets = _empty_like_peers(model, dataset, device, collate_fn)
+    model.train(was_training)
+    local_index = torch.arange(shard.start, shard.stop, device=device, dtype=torch.long)
+
+    all_out = all_gather_rows(local_out)
+    all_targets = all_gather_rows(local_targets)
+    all_index = all_gather_rows(local_index)
+    if all_index.numel() != size or not torch.equal(torch.sort(all_index).values, torch.arange(size, device=device)):
+        raise RuntimeError(f"exact evaluation gathered {all_index.numel()} predictions for a split of {size} samples")
+    order = torch.argsort(all_index)
+    return Predictions(outputs=all_out[order].cpu(), targets=all_targets[order].cpu())
+
+
+def _empty_like_peers(model, dataset, device, collate_fn):
+    (inputs, target), = evaluation_batches(dataset, range(1), batch_size=1, device=device, collate_fn=collate_fn)
+    with torch.no_grad():
+        out = model(to_device(inputs, device)).float()
+    return out[:0], target.to(device)[:0]
+
+
+def evaluate(model: torch.nn.Module, dataset: Dataset, *, metric: MetricSpec, loss_fn: LossFn,
+             keep_predictions: bool = False, **predict_options: Any) -> Evaluation:
+    """Exact metric and mean loss of ``model`` on ``dataset``, identical on every rank.
+
+    ``predict_options`` are :func:`predict`'s (rank, world size, device, batch size, ...). With
+    ``keep_predictions`` rank 0's result also carries the gathered predictions.
+    """
+    preds = predict(model, dataset, **predict_options)
+    result = None
+    if predict_options["rank"] == 0:
+        loss = float(loss_fn(preds.outputs, preds.targets).item())
+        value = float(metric.compute(preds.targets.numpy(), preds.outputs.numpy()))
+        result = Evaluation(metric=value, loss=loss, count=int(preds.targets.shape[0]))
+    shared = broadcast_object(result)
+    if keep_predictions and predict_options["rank"] == 0:
+        return Evaluation(shared.metric, shared.loss, shared.count, preds)
+    return shared

@@ -1,0 +1,93 @@
+"""``fit``: one rank's whole run, in four steps — build (data, model, training state), restore
+(when the run continues), the epoch loop (:mod:`ddpx.rank.epochs`), and the final held-out
+evaluation of the best weights with its reports and the exported model.
+
+Every rank runs the same steps on identical splits; the model wrapper (``train.wrapper``, DDP by
+default) starts every rank from rank 0's weights and keeps them equal. Every epoch rank 0 writes
+``last.pt`` with everything needed to continue exactly, and ``best.pt`` when the epoch is the
+best so far; a stop request (SIGUSR1) writes ``last.pt`` at a step boundary inside the epoch, and
+a run started again continues from it (see :mod:`ddpx.rank.resume`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from ddpx.contract.errors import UserError
+from ddpx.contract.records import DataRequest, RunSummary, TaskData
+from ddpx.launch.job import Job
+from ddpx.plugin_host.registry import Registry
+from ddpx.rank.distributed import RankEnv, barrier
+from ddpx.rank.epochs import run_epochs
+from ddpx.rank.evaluation import evaluate
+from ddpx.rank.optim import seed_everything
+from ddpx.rank.progress import RankConsole
+from ddpx.rank.rank_run import RankRun
+from ddpx.rank.training_state import Components, build_training_state, restore
+from ddpx.records.dataset_record import dataset_record
+from ddpx.records.guarded_tracker import GuardedTracker
+from ddpx.records.model_export import write_model_files
+from ddpx.records.reports import heldout_reports
+
+
+def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, console: RankConsole,
+        tracker: GuardedTracker | None, resume: dict[str, Any] | None = None) -> RunSummary:
+    """Train and evaluate one run on this rank; returns the same summary on every rank."""
+    started = time.perf_counter()
+    parts = Components.of(job, registry)
+    seed_everything(job.config["train"]["seed"])
+    data = build_task_data(job, parts, env, device, console)
+    if tracker:
+        tracker.log_dataset(dataset_record(parts.task.name, data, job.config["dataset"], job.config["train"]["seed"]))
+    state = build_training_state(job, registry, parts, data, env, device, resume)
+    if resume is not None:
+        console.print(restore(state, resume, env))
+    run = RankRun(job, registry, env, device, console, tracker, parts, data, state)
+    registry.pm.hook.ddpx_fit_start(context=run.context)
+    run_epochs(run)
+    summary = evaluate_heldout(run, started)
+    registry.pm.hook.ddpx_fit_end(context=run.context, result=summary)
+    return summary
+
+
+def build_task_data(job: Job, parts: Components, env: RankEnv, device: torch.device,
+                    console: RankConsole) -> TaskData:
+    """The task's splits, identical on every rank; every rank needs a training sample."""
+    request = DataRequest(params=job.config["dataset"], seed=job.config["train"]["seed"], rank=env.rank,
+                          world_size=env.world_size, local_rank=env.local_rank, barrier=barrier,
+                          log=lambda text: console.print(f"data: {text}"), device=device)
+    data = parts.task.build_data(request)
+    if len(data.train) < env.world_size:
+        raise UserError(
+            f"the training split has {len(data.train)} samples but the job has {env.world_size} ranks; every rank "
+            "needs at least one. Use fewer ranks (--nproc) or more data."
+        )
+    return data
+
+
+def evaluate_heldout(run: RankRun, started: float) -> RunSummary:
+    """The best weights on the held-out split, exactly; rank 0 writes the reports and the model."""
+    selection, metric = run.state.selection, run.parts.metric
+    run.state.model.load_state_dict(selection.best_state)
+    heldout = evaluate(run.state.model, run.data.heldout, keep_predictions=True, **run.evaluation_options())
+    if run.env.is_main:
+        folder = run.job.run_dir.path
+        for path in heldout_reports(heldout.predictions, run.parts.task.loss, run.data.info, folder / "reports"):
+            if run.tracker:
+                run.tracker.log_artifact(path)
+        for path in write_model_files(folder / "model", selection.best_state, run.job.config, run.data.info):
+            if run.tracker:
+                run.tracker.log_artifact(path, "model")
+    return RunSummary(
+        heldout=heldout.as_metrics("heldout", metric.name),
+        metric=metric.name,
+        greater_is_better=metric.greater_is_better,
+        best_dev=selection.best[0] if selection.best else None,
+        best_epoch=selection.best_epoch,
+        epochs_run=run.state.position.epoch,
+        wall_seconds=time.perf_counter() - started,
+        heldout_samples=heldout.count,
+    )

@@ -1,0 +1,31 @@
+"""The losses a task can name: ``cross_entropy`` and ``bce_with_logits``."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from ddpx.contract.errors import UserError
+
+LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def _cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(logits, targets.long())
+
+
+def _bce_with_logits(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    return F.binary_cross_entropy_with_logits(logits.reshape(-1), targets.reshape(-1).to(logits.dtype))
+
+
+LOSSES: dict[str, LossFn] = {"cross_entropy": _cross_entropy, "bce_with_logits": _bce_with_logits}
+
+
+def loss_function(name: str) -> LossFn:
+    """The mean-reduced loss ``name``."""
+    try:
+        return LOSSES[name]
+    except KeyError:
+        raise UserError(f"unknown loss '{name}' declared by a task; use one of {', '.join(LOSSES)}.") from None

@@ -1,0 +1,51 @@
+"""Resuming: which checkpoint a run continues from, and what it restores.
+
+Every rank looks for its run folder's own ``checkpoints/last.pt`` first: a run restarted by
+torchrun or requeued by Slurm continues where it stopped. On its first start a run may instead
+begin from ``--resume PATH``. A checkpoint that cannot be read or does not fit is an error, never
+a silent fresh start.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ddpx.rank.checkpoint import load_checkpoint
+from ddpx.contract.errors import UserError
+from ddpx.launch.job import Job
+
+
+def resume_source(job: Job) -> Path | None:
+    """The checkpoint this start of the job continues from, if any."""
+    own = job.run_dir.last_checkpoint
+    if own.is_file():
+        return own
+    if job.resume_from:
+        return Path(job.resume_from)
+    return None
+
+
+def load_resume_state(job: Job, world_size: int) -> dict[str, Any] | None:
+    """The training state to continue from, checked against this job."""
+    source = resume_source(job)
+    if source is None:
+        return None
+    state = load_checkpoint(source)
+    check_resumable(state, source, job.config)
+    if state.get("step", 0) and len(state["ranks"]) != world_size:
+        raise UserError(f"checkpoint '{source}' stopped inside an epoch with {len(state['ranks'])} ranks; resume it "
+                        f"with the same number of ranks (this job has {world_size}).")
+    state["source"] = str(source)
+    return state
+
+
+def check_resumable(state: dict[str, Any], source: Path | str, config: dict[str, Any]) -> None:
+    """A checkpoint a run can continue from: ddpx's training state, for this recipe's model."""
+    missing = {"model", "optimizer", "epoch", "ranks"} - set(state)
+    if missing:
+        raise UserError(f"checkpoint '{source}' cannot resume a run: it lacks {', '.join(sorted(missing))}. "
+                        "Use a last.pt written by ddpx, or start the run afresh.")
+    if state.get("recipe", {}).get("model") != config["model"]:
+        raise UserError(f"checkpoint '{source}' was written for another model ({state.get('recipe', {}).get('model')}); "
+                        "resume it with the recipe that wrote it.")

@@ -1,0 +1,56 @@
+"""The training checkpoint: rank 0 writes ``last.pt`` (and ``best.pt`` when the epoch improved)
+with everything needed to continue exactly — every rank's RNG state and partial-epoch sums
+included, gathered from all ranks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from ddpx.rank.checkpoint import rng_state, save_checkpoint, unwrap
+from ddpx.rank.rank_run import RankRun
+
+
+def gather_rank_states(totals: torch.Tensor) -> list[dict[str, Any]]:
+    """Every rank's RNG state and partial-epoch sums, in rank order (for exact resumption)."""
+    mine = {"rng": rng_state(), "totals": totals.tolist()}
+    if not dist.is_initialized():
+        return [mine]
+    states: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(states, mine)
+    return states
+
+
+def checkpoint_contents(run: RankRun, rank_states: list[dict[str, Any]]) -> dict[str, Any]:
+    state, selection, position = run.state, run.state.selection, run.state.position
+    return {
+        "model": unwrap(state.model).state_dict(),
+        "optimizer": state.optimizer.state_dict(),
+        "scheduler": state.scheduler.state_dict() if state.scheduler is not None else None,
+        "scaler": state.scaler.state_dict() if state.scaler.is_enabled() else None,
+        "epoch": position.epoch,
+        "step": position.step,
+        "best": list(selection.best) if selection.best else None,
+        "best_epoch": selection.best_epoch,
+        "best_metric": selection.best[0] if selection.best else None,
+        "stale": selection.stale,
+        "best_model": selection.best_state,
+        "ranks": rank_states,
+        "rng": rank_states[0]["rng"],
+        "tracking_run_id": run.tracker.run_id if run.tracker else None,
+        "recipe": run.job.config,
+        "task_info": run.data.info,  # what rebuilding the model needs (a vocabulary, say)
+    }
+
+
+def write_last(run: RankRun, improved: bool, totals: torch.Tensor) -> None:
+    """Every rank takes part (the RNG states are gathered); rank 0 writes the files."""
+    rank_states = gather_rank_states(totals)
+    if not run.env.is_main:
+        return
+    contents = checkpoint_contents(run, rank_states)
+    save_checkpoint(run.job.run_dir.last_checkpoint, contents)
+    if improved:
+        save_checkpoint(run.job.run_dir.best_checkpoint, contents)

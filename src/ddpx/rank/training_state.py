@@ -1,0 +1,150 @@
+"""What one rank trains with: the recipe's components looked up once, the model built and
+wrapped, the optimizer, schedule and gradient scaler, the sampler — and where training stands
+(model selection, position), restored from a checkpoint when the run continues.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from ddpx.contract.errors import UserError
+from ddpx.contract.records import TaskData
+from ddpx.contract.specs import MetricSpec, ModelSpec, SamplerSpec, TaskSpec, WrapperSpec
+from ddpx.launch.job import Job
+from ddpx.plugin_host.registry import Registry
+from ddpx.rank.batching import training_batches
+from ddpx.rank.checkpoint import load_model_weights, restore_rng_state, strip_wrapper_prefixes
+from ddpx.rank.distributed import RankEnv
+from ddpx.rank.losses import LossFn, loss_function
+from ddpx.rank.optim import autocast_factory, build_optimizer, build_schedule
+
+
+@dataclass(frozen=True)
+class Components:
+    """The registered components a recipe names."""
+
+    task: TaskSpec
+    model: ModelSpec
+    metric: MetricSpec
+    sampler: SamplerSpec
+    wrapper: WrapperSpec
+
+    @classmethod
+    def of(cls, job: Job, registry: Registry) -> "Components":
+        train = job.config["train"]
+        task = registry.get("tasks", job.config["task"])
+        return cls(task=task, model=registry.get("models", job.config["model"]["name"]),
+                   metric=registry.get("metrics", task.metric), sampler=registry.get("samplers", train["sampler"]),
+                   wrapper=registry.get("wrappers", train["wrapper"]))
+
+
+@dataclass
+class Selection:
+    """Model selection so far: the best dev result, its epoch and weights, epochs without gain."""
+
+    best: tuple[float, float] | None = None  # (dev metric, dev loss)
+    best_epoch: int = 0
+    stale: int = 0
+    best_state: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+@dataclass
+class Position:
+    """Where training stands: epochs completed, and steps done in the next one."""
+
+    epoch: int = 0
+    step: int = 0
+    totals: list[float] = field(default_factory=lambda: [0.0, 0.0])  # this rank's loss sum and sample count
+
+
+@dataclass
+class TrainingState:
+    """The model in its three forms (plain, wrapped, compiled for the step) and what updates it."""
+
+    model: torch.nn.Module
+    wrapped: torch.nn.Module
+    step_model: torch.nn.Module
+    sampler: Any
+    batches_per_epoch: int
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    scaler: torch.amp.GradScaler
+    loss_fn: LossFn
+    autocast: Callable[[], Any]
+    selection: Selection
+    position: Position = field(default_factory=Position)
+
+
+def clone_state(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in state.items()}
+
+
+def build_model(job: Job, parts: Components, data: TaskData, device: torch.device,
+                resume: dict[str, Any] | None) -> torch.nn.Module:
+    """The plain model on ``device``: fresh, or with the checkpoint's or ``train.init_from``'s weights."""
+    train = job.config["train"]
+    model = parts.model.build({k: v for k, v in job.config["model"].items() if k != "name"}, data.info)
+    if resume is not None:
+        model.load_state_dict(strip_wrapper_prefixes(resume["model"]))
+    elif train["init_from"]:
+        load_model_weights(model, train["init_from"])
+    model.to(device)
+    if train["channels_last"]:
+        model.to(memory_format=torch.channels_last)
+    return model
+
+
+def count_batches(data: TaskData, sampler: Any, train: dict[str, Any], device: torch.device) -> int:
+    """This rank's training batches per epoch; a rank with none is a clear error."""
+    count = len(training_batches(data.train, sampler, batch_size=train["batch_size"], device=device, num_workers=0,
+                                 collate_fn=data.collate_fn, drop_last=train["drop_last"]))
+    if count == 0:
+        raise UserError(
+            f"this rank gets no training batch: {len(sampler)} samples per rank with train.batch_size="
+            f"{train['batch_size']} and train.drop_last=true. Lower the batch size or use fewer ranks."
+        )
+    return count
+
+
+def build_training_state(job: Job, registry: Registry, parts: Components, data: TaskData, env: RankEnv,
+                         device: torch.device, resume: dict[str, Any] | None) -> TrainingState:
+    """Everything this rank trains with, in the order that fixes every random draw."""
+    train = job.config["train"]
+    model = build_model(job, parts, data, device, resume)
+    wrapped = parts.wrapper.wrap(model, device)
+    step_model = torch.compile(wrapped) if train["compile"] else wrapped
+    torch.manual_seed(train["seed"] + 1 + env.rank)  # ranks draw different dropout masks from here on
+    sampler = parts.sampler.build(data.train, rank=env.rank, world_size=env.world_size, seed=train["seed"])
+    batches = count_batches(data, sampler, train, device)
+    optimizer = build_optimizer(registry, wrapped.parameters(), train)
+    return TrainingState(
+        model=model, wrapped=wrapped, step_model=step_model, sampler=sampler, batches_per_epoch=batches,
+        optimizer=optimizer, scheduler=build_schedule(registry, optimizer, train, batches),
+        scaler=torch.amp.GradScaler(device.type, enabled=train["precision"] == "fp16"),
+        loss_fn=loss_function(parts.task.loss), autocast=autocast_factory(device, train["precision"]),
+        selection=Selection(best_state=clone_state(model.state_dict())),
+    )
+
+
+def restore(state: TrainingState, resume: dict[str, Any], env: RankEnv) -> str:
+    """Continue from a checkpoint: optimizer, schedule, scaler, selection, position and this rank's
+    RNG state (when the world size is the one that wrote it). Returns a line for the user."""
+    state.optimizer.load_state_dict(resume["optimizer"])
+    if state.scheduler is not None and resume.get("scheduler"):
+        state.scheduler.load_state_dict(resume["scheduler"])
+    if resume.get("scaler"):
+        state.scaler.load_state_dict(resume["scaler"])
+    best = resume.get("best")
+    state.selection = Selection(best=tuple(best) if best else None, best_epoch=resume.get("best_epoch", 0),
+                                stale=resume.get("stale", 0), best_state=strip_wrapper_prefixes(resume["best_model"]))
+    ranks = resume["ranks"]
+    same_world = len(ranks) == env.world_size
+    position = state.position = Position(epoch=resume["epoch"], step=resume.get("step", 0),
+                                         totals=ranks[env.rank]["totals"] if same_world else [0.0, 0.0])
+    if same_world:
+        restore_rng_state(ranks[env.rank]["rng"])
+    into = f", {position.step} step(s) into epoch {position.epoch + 1}" if position.step else ""
+    return f"resuming from {resume['source']}: {position.epoch} epoch(s) done{into}"

@@ -1,0 +1,129 @@
+"""The SPMD worker: the one program every rank runs, however it was started.
+
+Launchers call :func:`run_rank` in each process they start (the ``spawn`` launcher), or run
+``python -m ddpx.rank.worker JOB_FILE`` (``torchrun``, ``srun``). Each rank reads the job,
+loads the plugins, joins the process group from its environment, runs :func:`ddpx.rank.fit.fit`
+and leaves the group on every exit path. Rank 0 alone prints and talks to the tracker. A rank
+that fails records its failure in the run folder (see :mod:`ddpx.records.failures`) and exits 1.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import json
+import os
+import signal
+import sys
+import warnings
+
+from ddpx.launch.job import Job
+from ddpx.records.failures import record_failure
+
+WORKER_MODULE = "ddpx.rank.worker"
+
+
+def _limit_threads(job: Job) -> None:
+    """Share the CPU cores between the local ranks unless the user chose a thread count."""
+    if "OMP_NUM_THREADS" in os.environ:
+        return
+    import torch
+
+    from ddpx.launch.cpu_threads import cpu_share
+
+    torch.set_num_threads(cpu_share(int(os.environ.get("LOCAL_WORLD_SIZE", job.launch.nproc))))
+
+
+def run_rank(job_file: str) -> None:
+    """Run this process's rank of the job in ``job_file``; exit 1 on failure, 75 when preempted,
+    130 when interrupted."""
+    from ddpx.rank.signals import Preempted, raise_terminated
+
+    job = Job.load(job_file)
+    rank = int(os.environ.get("RANK", "0"))
+    signal.signal(signal.SIGTERM, raise_terminated)  # a launcher stopping the ranks: a clean, recorded stop
+    if rank != 0:
+        warnings.simplefilter("ignore")
+        sys.stdout = open(os.devnull, "w")
+    try:
+        _run(job)
+    except Preempted as exc:
+        if rank == 0:
+            job.run_dir.stopped_file.write_text(json.dumps({"reason": str(exc)}), encoding="utf-8")
+        raise SystemExit(Preempted.exit_code) from None
+    except BaseException as exc:  # noqa: BLE001 - every failure is recorded, then the rank exits
+        record_failure(job.run_dir, rank, exc)
+        raise SystemExit(130 if isinstance(exc, KeyboardInterrupt) else 1) from None
+
+
+def _run(job: Job) -> None:
+    from ddpx.plugin_host.registry import load_registry
+    from ddpx.rank.distributed import RankEnv, device_for, process_group
+    from ddpx.rank.progress import RankConsole
+    from ddpx.rank.resume import load_resume_state
+
+    env = RankEnv.from_environ()
+    _limit_threads(job)
+    console = RankConsole(env.rank)
+    registry = load_registry()
+    backend = registry.get("backends", job.launch.backend)
+    device = device_for(backend.device_type, env.local_rank)
+    resume = load_resume_state(job, env.world_size)
+    with process_group(backend.name, env, device, timeout_s=job.launch.timeout_s):
+        tracker = _start_tracker(job, registry, device, console, resume) if env.is_main else None
+        if env.is_main:
+            _import_metric_modules(job, registry)
+        gc.freeze()  # what is loaded by now lives as long as the rank: later collections skip it
+        _fit_and_record(job, registry, env, device, console, tracker, resume)
+
+
+def _fit_and_record(job, registry, env, device, console, tracker, resume) -> None:
+    """Train; rank 0 closes the tracking run and writes ``summary.json``."""
+    from ddpx.rank.fit import fit
+    from ddpx.rank.signals import Preempted
+
+    try:
+        summary = fit(job, registry, env, device, console, tracker, resume)
+    except Preempted:
+        raise  # the run goes on when started again: its tracking run stays open
+    except BaseException as exc:
+        if tracker:
+            tracker.finish("KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED", error=f"{type(exc).__name__}: {exc}")
+        raise
+    if not env.is_main:
+        return
+    summary.run_id = tracker.run_id if tracker else None
+    summary.tracker_hint = tracker.describe() if tracker else None
+    if tracker:
+        tracker.log_metrics({**summary.heldout, "best_epoch": float(summary.best_epoch),
+                             "heldout_samples": float(summary.heldout_samples)})
+        tracker.finish("FINISHED")
+    summary.write(job.run_dir.summary_file)
+
+
+def _import_metric_modules(job: Job, registry) -> None:
+    """Rank 0 computes the dev metric after every epoch: it imports what the metric needs now,
+    not between the first and second epochs while the other ranks wait for it."""
+    metric = registry.get("metrics", registry.get("tasks", job.config["task"]).metric)
+    for module in metric.imports:
+        importlib.import_module(module)
+
+
+def _start_tracker(job, registry, device, console, resume):
+    """Rank 0 opens the job's tracking run, or continues the run of the checkpoint it resumes."""
+    from ddpx.records.tracking import start_job_run
+
+    warn = lambda text: console.print(f"[yellow]warning:[/yellow] {text}")  # noqa: E731
+    return start_job_run(registry, job, device.type, warn, resume_run_id=resume.get("tracking_run_id") if resume else None)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print(f"usage: python -m {WORKER_MODULE} JOB_FILE  (started by a ddpx launcher)", file=sys.stderr)
+        raise SystemExit(2)
+    run_rank(args[0])
+
+
+if __name__ == "__main__":
+    main()

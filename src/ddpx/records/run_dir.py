@@ -1,0 +1,98 @@
+"""The run folder: where a job keeps its definition, checkpoints, metrics and failures.
+
+Layout (``ddpx-runs/<recipe>-<time>/`` by default)::
+
+    job.json            the job every rank reads
+    recipe.toml         the resolved recipe
+    checkpoints/        last.pt and best.pt
+    metrics.jsonl       one line per epoch (kept even when tracking fails)
+    summary.json        rank 0's final result
+    stopped.json        why the run stopped early on request (it resumes when started again)
+    tracking.json       which tracker run rank 0 logs to
+    failures/rank-N.json  what failed on rank N
+    launcher.log        the launcher's own output (torchrun)
+    torchrun-logs/      torchrun's per-attempt, per-rank folders (instead of a new one in /tmp per run)
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_ROOT = "ddpx-runs"
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """One run's folder; ``path`` is where it is."""
+
+    path: Path
+
+    @classmethod
+    def create(cls, recipe_name: str, base: str | os.PathLike | None = None) -> "RunDir":
+        """A new, unique run folder under ``base`` (default ``./ddpx-runs``)."""
+        parent = Path(base) if base else Path(DEFAULT_ROOT)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        path = parent / f"{recipe_name}-{stamp}-{secrets.token_hex(2)}"
+        path.mkdir(parents=True, exist_ok=False)
+        return cls(path.resolve())
+
+    @property
+    def job_file(self) -> Path:
+        return self.path / "job.json"
+
+    @property
+    def recipe_file(self) -> Path:
+        return self.path / "recipe.toml"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path / "checkpoints"
+
+    @property
+    def last_checkpoint(self) -> Path:
+        return self.checkpoints / "last.pt"
+
+    @property
+    def best_checkpoint(self) -> Path:
+        return self.checkpoints / "best.pt"
+
+    @property
+    def metrics_file(self) -> Path:
+        return self.path / "metrics.jsonl"
+
+    @property
+    def summary_file(self) -> Path:
+        return self.path / "summary.json"
+
+    @property
+    def tracking_file(self) -> Path:
+        return self.path / "tracking.json"
+
+    @property
+    def stopped_file(self) -> Path:
+        return self.path / "stopped.json"
+
+    @property
+    def failures(self) -> Path:
+        return self.path / "failures"
+
+    @property
+    def launcher_log(self) -> Path:
+        return self.path / "launcher.log"
+
+    @property
+    def torchrun_logs(self) -> Path:
+        return self.path / "torchrun-logs"
+
+
+def latest_run_dir(recipe_name: str, base: str | None) -> RunDir | None:
+    """The most recent run folder of ``recipe_name`` that has a checkpoint (``--resume auto``)."""
+    parent = Path(base) if base else Path(DEFAULT_ROOT)
+    candidates = [p for p in parent.glob(f"{recipe_name}-*") if (p / "checkpoints" / "last.pt").is_file()]
+    if not candidates:
+        return None
+    return RunDir(max(candidates, key=lambda p: (p / "checkpoints" / "last.pt").stat().st_mtime).resolve())

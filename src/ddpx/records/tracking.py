@@ -1,0 +1,126 @@
+"""The tracking run of a job: what every run records (params and tags), opening it on rank 0,
+and closing it from the launching process when the ranks stopped before they could.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import replace
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from ddpx.config.values import flatten
+from ddpx.launch.job import Job
+from ddpx.records.guarded_tracker import GuardedTracker
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ddpx.plugin_host.registry import Registry
+
+
+def run_params(job: Job, *, device: str) -> dict[str, Any]:
+    """The flattened resolved recipe plus how it ran — the same names for every recipe."""
+    params = {k: v for k, v in flatten(job.config).items() if k != "description"}
+    launch = job.launch
+    params.update(
+        {
+            "launcher": launch.launcher,
+            "backend": launch.backend,
+            "device": device,
+            "world_size": job.world_size,
+            "nnodes": launch.nnodes,
+            "nproc_per_node": launch.nproc,
+            "global_batch_size": job.config["train"]["batch_size"] * job.world_size,
+            "precision": job.config["train"]["precision"],
+        }
+    )
+    return params
+
+
+def git_commit(cwd: Path | None = None) -> str | None:
+    """The commit of the git checkout the run started in, if there is one."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def run_tags(job: Job, plugin_versions: Mapping[str, str]) -> dict[str, str]:
+    """Tags: ddpx version, plugin distributions, recipe, run folder and git commit."""
+    tags = {
+        "ddpx.version": _version("ddpx"),
+        "ddpx.recipe": job.recipe_name,
+        "ddpx.recipe_source": job.recipe_source,
+        "ddpx.run_dir": str(job.run_dir.path),
+        "ddpx.plugins": ", ".join(f"{d}=={v}" for d, v in sorted(plugin_versions.items())),
+    }
+    if job.parent_run_id:  # a sweep's trial: MLflow nests it under the sweep's run
+        tags["mlflow.parentRunId"] = job.parent_run_id
+    tags.update(job.tags)
+    commit = git_commit()
+    if commit:
+        tags["mlflow.source.git.commit"] = commit
+    return tags
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def append_metrics(path: Path, record: Mapping[str, Any]) -> None:
+    """One JSON line per epoch in the run folder."""
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(dict(record)) + "\n")
+
+
+def start_job_run(registry: "Registry", job: Job, device_type: str, warn: Callable[[str], None],
+                  resume_run_id: str | None = None) -> GuardedTracker:
+    """Open the job's tracking run — params, tags, the recipe file — or continue ``resume_run_id``,
+    and note its id in the run folder (``tracking.json``).
+
+    Rank 0 calls this as the job starts; the launching process calls it (through
+    :func:`close_tracking_run`) when the ranks stopped before rank 0 got that far.
+    """
+    spec = registry.get("trackers", job.launch.tracking)
+    tracker = GuardedTracker(spec.create(job), warn=warn)
+    versions = {i.distribution: i.version for i in registry.pm.info.values() if i.distribution and i.version}
+    tracker.start(run_name=job.run_dir.path.name, params=run_params(job, device=device_type),
+                  tags=run_tags(job, versions), resume_run_id=resume_run_id)
+    if tracker.run_id:
+        if not resume_run_id:
+            tracker.log_artifact(job.run_dir.recipe_file)
+        job.run_dir.tracking_file.write_text(json.dumps({"tracker": job.launch.tracking, "run_id": tracker.run_id}),
+                                             encoding="utf-8")
+    return tracker
+
+
+def close_tracking_run(registry: "Registry", job: Job, status: str, error: str) -> None:
+    """Mark the job's tracking run ``status`` with ``error`` (for ranks stopped before they could).
+
+    When the ranks stopped before rank 0 opened a run, the run is opened here first, so every
+    failed job of this machine's rank 0 is recorded. mlflow is imported only on this path.
+    """
+    quiet = without_system_metrics(job)
+    launch = job.launch
+    if job.run_dir.tracking_file.is_file():
+        record = json.loads(job.run_dir.tracking_file.read_text(encoding="utf-8"))
+        tracker = GuardedTracker(registry.get("trackers", record["tracker"]).create(quiet), warn=lambda text: None)
+        tracker.start(run_name="", params={}, tags={}, resume_run_id=record["run_id"])
+    elif launch.tracking != "none" and launch.node_rank == 0 and launch.nnodes == 1:
+        device_type = registry.get("backends", launch.backend).device_type
+        tracker = start_job_run(registry, quiet, device_type, warn=lambda text: None)
+    else:
+        return
+    tracker.finish(status, error=error)
+
+
+def without_system_metrics(job: Job) -> Job:
+    """The job as a tracker sees it when it only opens or closes a run (no sampling thread)."""
+    return replace(job, launch=replace(job.launch, system_metrics=False))

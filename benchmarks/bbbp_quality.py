@@ -1,6 +1,6 @@
 """Quality target of the ``bbbp_rnn`` recipe: held-out ROC-AUC over seeds 0, 1, 2 on the real file.
 
-    python benchmarks/bbbp_quality.py --data ../shared/data/bbbp/BBBP.csv [--nproc 2] [--launcher torchrun]
+    python benchmarks/bbbp_quality.py --data ~/.cache/ddpx/data/bbbp/BBBP.csv [--nproc 2] [--launcher torchrun]
 
 Runs the recipe once per seed through the real CLI (so exactly what a user runs) and prints a
 Markdown table for docs/results.md: held-out ROC-AUC, best epoch, epochs run and wall time.

@@ -1,6 +1,6 @@
 """Images/s of the vision fast path against torchvision's DataLoader path, and recipe epoch times.
 
-    python benchmarks/vision_throughput.py [--mnist ../shared/data/mnist] [--cifar-images 10000] [--workers 2]
+    python benchmarks/vision_throughput.py [--mnist ~/.cache/ddpx/data/MNIST/raw] [--cifar-images 10000] [--workers 2]
 
 Part 1 (data path alone, CIFAR-sized images, training augmentation, one process): one pass over
 the same uint8 images through ``DeviceImages.get_batch`` and through a DataLoader of per-sample

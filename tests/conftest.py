@@ -19,7 +19,6 @@ import pytest
 TESTS = Path(__file__).parent
 TEST_PLUGINS = TESTS / "plugins"
 TEST_RECIPES = TESTS / "recipes"
-SHARED_DATA = TESTS.parent.parent / "shared" / "data"
 sys.path.insert(0, str(TEST_PLUGINS))  # the test plugins, importable here as in every rank
 
 

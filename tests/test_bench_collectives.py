@@ -16,6 +16,7 @@ def test_sizes_and_bus_factors_follow_nccl_tests():
     assert bus_factor("broadcast", 8) == 1.0
 
 
+@pytest.mark.slow
 def test_collectives_are_timed_on_a_real_process_group(run_ddpx):
     result = run_ddpx("bench", "collectives", "--nproc", "2", "--max-bytes", "64K", "--iters", "3", "--warmup", "1",
                       "--json")

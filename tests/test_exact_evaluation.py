@@ -11,6 +11,8 @@ from ddpx.rank.checkpoint import load_model_weights
 from ddpx.plugins.mlp_synthetic.data import make_splits
 from ddpx.plugins.mlp_synthetic.model import MLP
 
+pytestmark = pytest.mark.slow  # every test here starts ranks
+
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 HELDOUT = 1001  # odd, and not a multiple of 3: shards are uneven on 2 and 3 ranks
 DATASET = {"train_size": 1200, "dev_size": 300, "heldout_size": HELDOUT, "dim_in": 64, "n_classes": 8,

@@ -65,6 +65,7 @@ def tracked(server, tmp_path_factory):
                 sweep_output=sweep.stdout, env=env, workdir=workdir)
 
 
+@pytest.mark.slow
 def test_sweep_nests_its_trials_and_records_the_best(tracked):
     parent, trials = tracked["parent"], tracked["trials"]
     assert len(tracked["runs"]) == 4 and len(trials) == 2
@@ -79,6 +80,7 @@ def test_sweep_nests_its_trials_and_records_the_best(tracked):
     assert "best trial on the dev metric" in tracked["sweep_output"]
 
 
+@pytest.mark.slow
 def test_every_run_records_params_artifacts_dataset_and_system_metrics(tracked, tmp_path):
     client = tracked["client"]
     children = [r for r in tracked["runs"] if r.data.tags.get("ddpx.sweep") != "parent"]
@@ -144,6 +146,7 @@ def test_jobs_started_at_once_all_land_in_the_new_experiment(server, tmp_path):
     assert sorted(r.info.run_name for r in runs) == [f"job-{i}" for i in range(count)]
 
 
+@pytest.mark.slow
 def test_ddpx_runs_lists_the_server_runs(tracked, server):
     import subprocess
     import sys
@@ -194,6 +197,7 @@ def _screenshot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / name))
 
 
+@pytest.mark.slow
 def test_ui_runs_page_shows_the_sweep_and_its_trials(tracked, server, browser):
     page = browser.new_page(viewport={"width": 1600, "height": 1000})
     page.goto(f"{server}/#/experiments/{tracked['experiment_id']}/runs")
@@ -208,6 +212,7 @@ def test_ui_runs_page_shows_the_sweep_and_its_trials(tracked, server, browser):
     page.close()
 
 
+@pytest.mark.slow
 def test_ui_compare_page_shows_differing_params_and_heldout_metric(tracked, server, browser):
     trials = tracked["trials"]
     runs = json.dumps([t.info.run_id for t in trials], separators=(",", ":"))

@@ -3,6 +3,8 @@ optimizer, a learning-rate schedule."""
 
 import json
 
+import pytest
+
 PLUGIN = ("ddpx_testplug_components",)
 
 
@@ -33,6 +35,7 @@ def test_a_sweep_refuses_a_launcher_that_detaches(run_ddpx):
     assert "would hand each trial over and return" in result.stderr and not result.run_dirs()
 
 
+@pytest.mark.slow
 def test_a_plugins_optimizer_and_schedule_train_the_model(run_ddpx):
     result = run_ddpx("recipe", "mlp_synthetic", "--tracking", "none", "--nproc", "1", "train.optimizer=half_lr_sgd",
                       "train.lr_schedule=halve_each_step", "train.lr=0.2", "train.max_epochs=1",

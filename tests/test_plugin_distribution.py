@@ -30,8 +30,7 @@ py-modules = ["ddpx_tinyplug", "ddpx_tinyplug_broken"]
 """
 
 GOOD = """
-from ddpx import hookimpl
-from ddpx.contract.specs import MetricSpec
+from ddpx.api import MetricSpec, hookimpl
 
 
 def top1(targets, outputs):

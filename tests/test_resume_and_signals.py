@@ -15,6 +15,8 @@ from mlflow.tracking import MlflowClient
 
 from conftest import TEST_PLUGINS, TEST_RECIPES, processes_with_marker
 
+pytestmark = pytest.mark.slow  # every test here starts ranks
+
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 EPOCHS = "train.max_epochs=4"
 

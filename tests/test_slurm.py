@@ -75,6 +75,7 @@ def test_ranks_take_their_place_from_slurm_variables():
     assert all(20000 <= master_port(str(j)) < 30000 for j in (1, 9999, 10000, 424242))
 
 
+@pytest.mark.slow
 @needs_cluster
 @pytest.mark.parametrize("recipe", ["mlp_synthetic", "bbbp_rnn"])
 def test_slurm_wait_runs_the_recipe_and_logs_one_run(run_ddpx, tmp_path, tracking_uri, experiment, recipe):
@@ -90,6 +91,7 @@ def test_slurm_wait_runs_the_recipe_and_logs_one_run(run_ddpx, tmp_path, trackin
     assert run.info.status == "FINISHED"
 
 
+@pytest.mark.slow
 @needs_cluster
 def test_inside_an_allocation_ranks_start_with_srun(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(TEST_PLUGINS)}
@@ -104,6 +106,7 @@ def test_inside_an_allocation_ranks_start_with_srun(tmp_path):
     assert "inside Slurm allocation" in text and "done: tiny_mlp" in text
 
 
+@pytest.mark.slow
 @needs_cluster
 def test_preemption_checkpoints_requeues_and_resumes_losing_nothing(run_ddpx, tmp_path, tracking_uri, experiment):
     args = ["recipe", "mlp_synthetic", "--launcher", "slurm", "--nproc", "2", "train.max_epochs=10", "train.patience=0",

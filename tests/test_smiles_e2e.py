@@ -14,9 +14,9 @@ from ddpx.records.model_export import load_model
 from ddpx.plugins.smiles.csv_table import read_smiles_csv
 from ddpx.plugins.smiles.predict import SmilesPredictor
 from ddpx.plugins.smiles.splits import random_split
+from real_data import BBBP, needs_bbbp
 from smiles_files import write_smiles_csv
 
-BBBP = TESTS.parent.parent / "shared" / "data" / "bbbp" / "BBBP.csv"
 # A one-layer model learns the test files' chlorine rule in a few epochs at a third of the
 # recipe model's cost; only the real-BBBP test below needs more.
 SMALL = ["model.num_layers=1", "model.d_model=32", "model.embedding_dim=32", "train.lr=0.01"]
@@ -28,6 +28,7 @@ def molecules(tmp_path) -> Path:
     return write_smiles_csv(tmp_path / "molecules.csv", n=240)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("launcher", ["spawn", "torchrun"])
 def test_bbbp_rnn_runs_on_both_launchers_and_logs_one_run(run_ddpx, molecules, tracking_uri, experiment, launcher):
     result = run_ddpx("recipe", "bbbp_rnn", "--launcher", launcher, "--nproc", "2", "--tracking-uri", tracking_uri,
@@ -52,6 +53,7 @@ def test_bbbp_rnn_runs_on_both_launchers_and_logs_one_run(run_ddpx, molecules, t
     assert dataset.dataset.source_type == "local" and str(molecules) in dataset.dataset.source
 
 
+@pytest.mark.slow
 def test_predictor_reloads_the_checkpoint_and_reproduces_the_exact_heldout_metric(run_ddpx, molecules):
     result = run_ddpx("recipe", "bbbp_rnn", "--nproc", "3", "--tracking", "none", f"dataset.path={molecules}", *FAST)
     assert result.returncode == 0, result.output
@@ -81,6 +83,7 @@ def test_predictor_reloads_the_checkpoint_and_reproduces_the_exact_heldout_metri
     assert exported == pytest.approx(scores, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_bad_rows_are_reported_once_and_skipped(run_ddpx, tmp_path):
     path = write_smiles_csv(tmp_path / "bad.csv", n=240, extra_rows="241,empty,1,\r\n242,odd,1,CC X\r\n")
     result = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", f"dataset.path={path}", "train.max_epochs=1",
@@ -95,6 +98,7 @@ def test_bad_rows_are_reported_once_and_skipped(run_ddpx, tmp_path):
     assert strict.run_dirs() == result.run_dirs()  # refused before launch: no new run folder
 
 
+@pytest.mark.slow
 def test_download_happens_once_per_machine_from_the_url(run_ddpx, tmp_path):
     served = tmp_path / "served"
     served.mkdir()
@@ -110,7 +114,7 @@ def test_download_happens_once_per_machine_from_the_url(run_ddpx, tmp_path):
         assert not list((data_dir / "bbbp").glob("*.part"))
 
         again = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", "dataset.download=true", f"dataset.url={url}",
-                         "train.max_epochs=1", *SMALL, env={"DDPX_DATA_DIR": str(data_dir)})
+                         "train.max_epochs=0", *SMALL, env={"DDPX_DATA_DIR": str(data_dir)})
         assert again.returncode == 0 and len(requests) == 1, "an existing file is not fetched again"
         broken = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", "dataset.download=true",
                           f"dataset.url={base}/nothing.csv", env={"DDPX_DATA_DIR": str(tmp_path / "d2")})
@@ -130,6 +134,7 @@ def test_missing_file_and_missing_rdkit_are_errors_before_launch(run_ddpx, tmp_p
         assert "needs RDKit" in result.stderr and "pip install 'ddpx[chem]'" in result.stderr
 
 
+@pytest.mark.slow
 def test_scaffold_split_and_canonical_smiles_with_rdkit(run_ddpx, molecules):
     pytest.importorskip("rdkit")
     result = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", f"dataset.path={molecules}",
@@ -138,7 +143,8 @@ def test_scaffold_split_and_canonical_smiles_with_rdkit(run_ddpx, molecules):
     assert 0.0 <= result.summary()["heldout"]["heldout_roc_auc"] <= 1.0
 
 
-@pytest.mark.skipif(not BBBP.is_file(), reason="the real BBBP file is in ../shared/data (CI has it)")
+@pytest.mark.slow
+@needs_bbbp
 def test_real_bbbp_reaches_a_roc_auc_a_broken_pipeline_cannot(run_ddpx, tracking_uri, experiment):
     # the pipeline on the real file with a one-layer model (held-out ROC-AUC about 0.93 after 3
     # epochs); the recipe's own model and numbers are measured by benchmarks/bbbp_quality.py

@@ -8,9 +8,9 @@ from ddpx.contract.errors import UserError
 from ddpx.plugins.smiles.csv_table import read_smiles_csv
 from ddpx.plugins.smiles.splits import random_split, scaffold_split
 from ddpx.plugins.smiles.tokenizer import UNK, Vocabulary, tokenize
+from real_data import BBBP, needs_bbbp
 from smiles_files import write_smiles_csv
 
-BBBP = Path(__file__).parent.parent.parent / "shared" / "data" / "bbbp" / "BBBP.csv"
 
 
 @pytest.mark.parametrize(
@@ -107,7 +107,7 @@ def test_scaffold_split_keeps_each_scaffold_in_one_split():
             assert where.setdefault(murcko_scaffold(smiles[i]), name) == name
 
 
-@pytest.mark.skipif(not BBBP.is_file(), reason="the real BBBP file is in ../shared/data (CI has it)")
+@needs_bbbp
 def test_the_real_bbbp_file_reads_completely():
     table = read_smiles_csv(BBBP, "smiles", "p_np", strict=True)
     assert len(table.labels) == 2050

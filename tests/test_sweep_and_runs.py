@@ -8,6 +8,8 @@ from conftest import TEST_RECIPES
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 
+import pytest
+
 
 def test_dry_run_lists_the_grid_and_starts_nothing(run_ddpx):
     result = run_ddpx("sweep", TINY, "train.lr=0.05,0.1,0.2", "model.dim_hidden=16,32", "train.max_epochs=1",
@@ -27,6 +29,7 @@ def test_a_bad_value_in_any_trial_is_an_error_before_anything_starts(run_ddpx):
     assert no_grid.returncode == 2 and "KEY=V1,V2" in no_grid.stderr
 
 
+@pytest.mark.slow
 def test_a_failed_trial_is_marked_failed_and_the_sweep_goes_on(run_ddpx, tracking_uri, experiment):
     result = run_ddpx("sweep", TINY, "task=failing_on_rank1,mlp_synthetic", "train.max_epochs=1",
                       "--tracking-uri", tracking_uri, "--experiment", experiment, "--no-system-metrics",

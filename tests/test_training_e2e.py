@@ -10,6 +10,8 @@ from mlflow.tracking import MlflowClient
 from conftest import TEST_RECIPES, processes_with_marker
 from ddpx.launch.cpu_threads import cpu_share
 
+pytestmark = pytest.mark.slow  # every test here starts ranks
+
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 
 

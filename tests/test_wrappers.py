@@ -1,8 +1,11 @@
 """The model wrappers (``train.wrapper``) and ``train.check_sync`` on real gloo process groups."""
 
+import pytest
 import torch
 
 from conftest import TEST_RECIPES, processes_with_marker
+
+pytestmark = pytest.mark.slow  # every test here starts ranks
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 SHORT = ("train.max_epochs=2", "--tracking", "none")

@@ -9,7 +9,7 @@ from pathlib import Path
 from ddpx.api import ModelSpec, Param, RecipeSource, TaskSpec, hookimpl
 
 MNIST_MEAN, MNIST_STD = (0.1307,), (0.3081,)
-CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)  # the seed tutorial's values
+CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)  # the CIFAR-10 DDP walkthrough's values
 
 
 def _common_params() -> dict[str, Param]:

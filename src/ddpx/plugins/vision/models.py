@@ -1,4 +1,4 @@
-"""Vision models: the seed's MNIST ConvNet and torchvision's ResNet-18 (two stems)."""
+"""Vision models: the multi-node MNIST tutorial's ConvNet and torchvision's ResNet-18 (two stems)."""
 
 from __future__ import annotations
 

@@ -62,11 +62,15 @@ def test_a_failed_trial_is_marked_failed_and_the_sweep_goes_on(run_ddpx, trackin
     assert len(shown) == 2  # --limit
 
 
-def test_runs_explains_a_missing_store_experiment_or_metric(run_ddpx, tmp_path, tracking_uri):
+def test_runs_explains_a_missing_store_experiment_or_metric(run_ddpx, tmp_path):
+    from mlflow.tracking import MlflowClient
+
     missing = run_ddpx("runs", "--tracking-uri", f"sqlite:///{tmp_path / 'nothing.db'}")
     assert missing.returncode == 2 and "there is no MLflow store" in missing.stderr
     assert not (tmp_path / "nothing.db").exists()
-    unknown = run_ddpx("runs", "--tracking-uri", tracking_uri, "--experiment", "no-such-experiment")
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    MlflowClient(store).search_experiments()  # a store that exists, without that experiment
+    unknown = run_ddpx("runs", "--tracking-uri", store, "--experiment", "no-such-experiment")
     assert unknown.returncode == 2 and "there is no experiment 'no-such-experiment'" in unknown.stderr
     down = run_ddpx("runs", "--tracking-uri", "http://127.0.0.1:9")
     assert down.returncode == 2 and "no MLflow server answers at http://127.0.0.1:9" in down.stderr

@@ -5,6 +5,8 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import pty
+import re
 import subprocess
 import sys
 import threading
@@ -19,8 +21,8 @@ import pytest
 TESTS = Path(__file__).parent
 TEST_PLUGINS = TESTS / "plugins"
 TEST_RECIPES = TESTS / "recipes"
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 sys.path.insert(0, str(TEST_PLUGINS))  # the test plugins, importable here as in every rank
-
 
 @dataclass
 class CliResult:
@@ -42,7 +44,6 @@ class CliResult:
         (run_dir,) = self.run_dirs()
         return json.loads((run_dir / "summary.json").read_text())
 
-
 def processes_with_marker(marker: str) -> list[int]:
     """PIDs of live processes whose environment carries ``marker`` (to find orphans)."""
     found = []
@@ -56,7 +57,6 @@ def processes_with_marker(marker: str) -> list[int]:
         except OSError:
             continue
     return found
-
 
 @pytest.fixture
 def run_ddpx(tmp_path):
@@ -80,17 +80,14 @@ def run_ddpx(tmp_path):
 
     return run
 
-
 @pytest.fixture(scope="session")
 def tracking_uri(tmp_path_factory) -> str:
     """One sqlite MLflow store for the session (its schema is created once)."""
     return f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
 
-
 @pytest.fixture
 def experiment() -> str:
     return f"test-{uuid.uuid4().hex[:8]}"
-
 
 class _CountingHandler(http.server.SimpleHTTPRequestHandler):
     def do_GET(self):
@@ -99,7 +96,6 @@ class _CountingHandler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
-
 
 @contextmanager
 def serve_directory(folder: Path):
@@ -113,3 +109,26 @@ def serve_directory(folder: Path):
     finally:
         server.shutdown()
         thread.join()
+
+def run_in_terminal(args: list[str], cwd, columns: int = 100, expect: int = 0) -> str:
+    """Run ``ddpx ARGS`` with stdout and stderr on a pseudo-terminal ``columns`` wide (so rich sees a
+    terminal); return everything it printed, ANSI escapes removed."""
+    leader, follower = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(TEST_PLUGINS), "COLUMNS": str(columns), "TERM": "xterm-256color"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    process = subprocess.Popen([sys.executable, "-m", "ddpx", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                               stdout=follower, stderr=follower)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed: every writer exited
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    text = ANSI.sub("", b"".join(chunks).decode(errors="replace")).replace("\r\n", "\n")
+    assert process.wait(timeout=240) == expect, text
+    return text

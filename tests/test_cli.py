@@ -141,3 +141,21 @@ def test_cp_copies_a_recipe_to_edit_and_run(run_ddpx, tmp_path):
     assert again.returncode == 2 and "already exists" in again.stderr and "--force" in again.stderr
     assert run_ddpx("cp", "mlp_synthetic", "mine.toml", "--force").returncode == 0
     assert run_ddpx("cp", "mlp_synthetic", "mine.txt").returncode == 2
+
+
+def help_examples(run_ddpx, command: str) -> list[list[str]]:
+    """The example command lines in `ddpx COMMAND --help`."""
+    text = run_ddpx(command, "--help").stdout
+    return [line.split("#")[0].split()[1:] for line in text.splitlines() if line.strip().startswith(f"ddpx {command} ")]
+
+
+def test_every_example_in_the_help_names_real_recipe_keys(run_ddpx):
+    examples = help_examples(run_ddpx, "recipe") + help_examples(run_ddpx, "sweep")
+    assert len(examples) >= 8
+    for words in examples:
+        _, name, *rest = [word.strip() for word in words]
+        if name.endswith(".toml"):
+            continue
+        keys = [word.split(",")[0] for word in rest if "=" in word and not word.startswith("-")]
+        shown = run_ddpx("show", name, *keys)
+        assert shown.returncode == 0, (words, shown.stderr)

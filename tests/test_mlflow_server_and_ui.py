@@ -18,6 +18,8 @@ from mlflow_server import mlflow_server
 
 from conftest import TEST_RECIPES
 
+pytestmark = pytest.mark.xdist_group("mlflow_server")  # one worker runs this file: one server, one set of tracked runs
+
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = Path(os.environ.get("DDPX_TEST_ARTIFACTS", Path(__file__).parent.parent / "test-artifacts"))
@@ -47,8 +49,8 @@ def tracked(server, tmp_path_factory):
                                 cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     # the run and the sweep at once, as two users of one server would
-    started = ddpx("recipe", TINY, "train.max_epochs=1", "train.lr=0.2"), ddpx("sweep", TINY, "train.lr=0.05,0.1",
-                                                                                "train.max_epochs=1")
+    started = (ddpx("recipe", TINY, "train.max_epochs=1", "train.lr=0.2", "train.log_every_n_steps=5"),
+               ddpx("sweep", TINY, "train.lr=0.05,0.1", "train.max_epochs=1"))
     outputs = [p.communicate(timeout=300) for p in started]
     single, sweep = (subprocess.CompletedProcess(p.args, p.returncode, *out) for p, out in zip(started, outputs))
     assert single.returncode == 0, single.stdout + single.stderr
@@ -62,7 +64,7 @@ def tracked(server, tmp_path_factory):
     trials = sorted((r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id),
                     key=lambda r: int(r.data.tags["ddpx.sweep.trial"]))
     return dict(client=client, experiment_id=experiment.experiment_id, runs=runs, parent=parent, trials=trials,
-                sweep_output=sweep.stdout, env=env, workdir=workdir)
+                sweep_output=sweep.stdout, single_output=single.stdout, env=env, workdir=workdir)
 
 
 @pytest.mark.slow
@@ -97,6 +99,14 @@ def test_every_run_records_params_artifacts_dataset_and_system_metrics(tracked, 
         assert json.loads(dataset.profile) == {"train": 1200, "dev": 300, "heldout": 301}
         top = {a.path for a in client.list_artifacts(run.info.run_id)}
         assert {"recipe.toml", "heldout_confusion_matrix.png", "heldout_predictions.csv", "model"} <= top
+    # the single run logged its loss and learning rate every 5 optimizer steps (19 steps per epoch)
+    single = next(r for r in children if "ddpx.sweep.trial" not in r.data.tags)
+    losses = client.get_metric_history(single.info.run_id, "step/train_loss")
+    assert [m.step for m in losses] == [5, 10, 15] and all(0 < m.value < 10 for m in losses)
+    assert {m.value for m in client.get_metric_history(single.info.run_id, "step/lr")} == {0.2}
+    experiment = client.get_experiment(tracked["experiment_id"])  # opens in MLflow's model-training view
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    assert single.data.tags["ddpx.metric"] == "heldout_accuracy" and single.data.tags["ddpx.metric_direction"] == "max"
     # the best model's artifacts rebuild a model that predicts what the run reported
     run = children[0]
     folder = Path(client.download_artifacts(run.info.run_id, "model", str(tmp_path)))
@@ -222,9 +232,27 @@ def test_ui_compare_page_shows_differing_params_and_heldout_metric(tracked, serv
     params_row = page.locator("tr").filter(has=page.get_by_text("train.lr", exact=True)).last
     params_row.wait_for(timeout=30_000)
     assert {"0.05", "0.1"} <= set(params_row.inner_text().split())
-    page.get_by_text("heldout_accuracy", exact=True).wait_for(timeout=30_000)
+    page.get_by_text("heldout_accuracy", exact=True).first.wait_for(timeout=30_000)
     shown = page.evaluate(METRIC_VALUES_JS, "heldout_accuracy")  # the metric's row in the values grid
     assert shown == [f"{t.data.metrics['heldout_accuracy']:.3f}".rstrip("0").rstrip(".") for t in trials]
     params_row.scroll_into_view_if_needed()
     _screenshot(page, "mlflow-compare-page.png")
+    page.close()
+
+
+@pytest.mark.slow
+def test_the_link_printed_after_a_run_opens_its_result_in_the_model_training_view(tracked, server, browser):
+    link = tracked["single_output"].split("The run in MLflow: open ")[1].split()[0]
+    assert link.startswith(f"{server}/#/experiments/{tracked['experiment_id']}/runs/")
+    single = next(r for r in tracked["runs"] if "ddpx.sweep" not in r.data.tags and "ddpx.sweep.trial" not in r.data.tags)
+    value = f"{single.data.metrics['heldout_accuracy']:.4f}"
+    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    page.goto(link)
+    note = page.get_by_text(f"heldout_accuracy {value}").first
+    note.wait_for(timeout=60_000)  # the run's note: the held-out result, without a click
+    assert note.is_visible() and note.bounding_box()["y"] < 1000  # on the first screen
+    # the model-training view: its sidebar (Runs, Models), not GenAI's (Judges, Evaluations, Prompts)
+    assert page.get_by_text("Models", exact=True).first.is_visible()
+    assert page.get_by_text("Judges", exact=True).count() == 0 and page.get_by_text("Evaluations", exact=True).count() == 0
+    _screenshot(page, "mlflow-run-page.png")
     page.close()

@@ -58,8 +58,9 @@ def test_a_failed_trial_is_marked_failed_and_the_sweep_goes_on(run_ddpx, trackin
     table = run_ddpx("runs", "--tracking-uri", tracking_uri, "--experiment", experiment, "--recipe", "tiny_mlp",
                      "--sort", "heldout_accuracy", "--ascending", "--limit", "2")
     assert table.returncode == 0 and "mlflow ui --backend-store-uri" in table.stdout
-    shown = [line for line in table.stdout.splitlines() if line.startswith("│") and "tiny_mlp" in line]
+    shown = [line for line in table.stdout.splitlines() if line.startswith("│")]
     assert len(shown) == 2  # --limit
+    assert f"{by_trial['2'].data.metrics['heldout_accuracy']:.4f}" in shown[0]  # the scored run first, its full value
 
 
 def test_runs_explains_a_missing_store_experiment_or_metric(run_ddpx, tmp_path):

@@ -88,7 +88,9 @@ def test_default_recipe_gets_close_to_its_ceiling_in_the_default_store(run_ddpx,
     result = run_ddpx("recipe", "mlp_synthetic", "train.max_epochs=4")
     assert result.returncode == 0, result.output
     assert (tmp_path / "mlflow.db").is_file(), "MLflow's own default store, in the working directory"
-    _, run = only_run(f"sqlite:///{tmp_path / 'mlflow.db'}", "ddpx")
+    client, run = only_run(f"sqlite:///{tmp_path / 'mlflow.db'}", "mlp_synthetic")
+    experiment = client.get_experiment(run.info.experiment_id)  # named after the recipe, in the model-training view
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
     accuracy = run.data.metrics["heldout_accuracy"]
     ceiling = bayes_accuracy(0.03, 32)
     assert accuracy > 0.9 > 1 / 32  # far above chance

@@ -57,7 +57,7 @@ def recipe_command(name, overrides, **values) -> None:
 SWEEP_EPILOG = """\b
 Examples:
   ddpx sweep mlp_synthetic train.lr=0.03,0.1,0.3
-  ddpx sweep bbbp_rnn train.lr=0.001,0.003 model.hidden_size=64,128 --launcher torchrun
+  ddpx sweep bbbp_rnn train.lr=0.001,0.003 model.d_model=64,128 --launcher torchrun
   ddpx sweep mlp_synthetic train.lr=0.05,0.1 train.max_epochs=3 --dry-run
 
 \b

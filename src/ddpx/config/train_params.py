@@ -33,6 +33,8 @@ TRAIN_PARAMS: dict[str, Param] = {
                               "0: about one check a second, from the measured step time", minimum=0),
     "drop_last": Param(False, "drop each epoch's last incomplete training batch (batch norm needs more than one sample)"),
     "init_from": Param("", "a ddpx checkpoint whose model weights the run starts from"),
+    "log_every_n_steps": Param(50, "log rank 0's training loss and the learning rate every N optimizer steps, "
+                               "over the global step (0: per epoch only)", minimum=0),
 }
 
 META_PARAMS: dict[str, Param] = {

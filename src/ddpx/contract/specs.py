@@ -195,6 +195,10 @@ class Tracker(Protocol):
         """Record the run's input data (optional: trackers without it skip this)."""
         ...
 
+    def note(self, text: str) -> None:
+        """Show a short markdown note with the run: its result, in a line (optional)."""
+        ...
+
     def finish(self, status: str, error: str | None = None) -> None: ...
 
     def describe(self) -> str:

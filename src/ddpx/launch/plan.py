@@ -78,7 +78,8 @@ def submits(launcher: LauncherSpec) -> bool:
 
 def resolve_for_this_machine(registry: Registry, recipe: Recipe, settings: LaunchSettings,
                              launcher: LauncherSpec) -> LaunchSettings:
-    """The settings with ``nproc`` and ``backend`` chosen for this machine's GPUs, checked."""
+    """The settings with ``nproc`` and ``backend`` chosen for this machine's GPUs (checked), and
+    the experiment named after the recipe unless the user named one."""
     gpus = local_gpu_count()
     nproc = settings.nproc if settings.nproc is not None else default_nproc(gpus)
     backend_name = settings.backend
@@ -91,7 +92,8 @@ def resolve_for_this_machine(registry: Registry, recipe: Recipe, settings: Launc
     if recipe.train["precision"] == "fp16" and backend.device_type != "cuda":
         raise UserError("train.precision=fp16 needs a GPU (it relies on CUDA gradient scaling). On CPU use "
                         "train.precision=bf16 or fp32.")
-    return replace(settings, nproc=nproc, backend=backend_name, launcher_options=dict(settings.launcher_options))
+    return replace(settings, nproc=nproc, backend=backend_name, experiment=settings.experiment or recipe.name,
+                   launcher_options=dict(settings.launcher_options))
 
 
 def call_task_check(check: Callable[..., None], params: Mapping[str, Any], world_size: int) -> None:

@@ -31,7 +31,8 @@ class LaunchSettings:
     tracking: str = _option("mlflow", "Tracker: mlflow, or none to disable.")
     tracking_uri: str | None = _option(None, "MLflow store or server.  [default: sqlite:///mlflow.db here]",
                                        envvar="MLFLOW_TRACKING_URI")
-    experiment: str = _option("ddpx", "MLflow experiment name.")
+    experiment: str | None = _option(None, "MLflow experiment.  [default: the recipe's name; a sweep's trials "
+                                     "join their parent there]")
     system_metrics: bool = _option(True, "Record CPU, memory and GPU use with the run (MLflow system metrics, rank 0).",
                                    "--system-metrics/--no-system-metrics")
     runs_dir: str | None = _option(None, "Folder for run folders.  [default: ./ddpx-runs]", "--run-dir")

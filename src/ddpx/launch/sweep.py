@@ -146,8 +146,11 @@ def run_sweep(registry: Registry, sweep: Sweep, report: Callable[[Trial], None],
     parent_job = replace(without_system_metrics(first), run_dir=RunDir(Path(first.launch.runs_dir or DEFAULT_ROOT).resolve()))
     parent = GuardedTracker(registry.get("trackers", first.launch.tracking).create(parent_job), warn=warn)
     stamp = time.strftime("%Y%m%d-%H%M%S")
+    metric = registry.get("metrics", sweep.trials[0].recipe.task.metric)
     parent.start(run_name=f"sweep-{sweep.trials[0].recipe.name}-{stamp}", params=_parent_params(sweep),
-                 tags={"ddpx.recipe": sweep.trials[0].recipe.name, "ddpx.sweep": "parent"})
+                 tags={"ddpx.recipe": sweep.trials[0].recipe.name, "ddpx.sweep": "parent",
+                       "ddpx.metric": f"heldout_{metric.name}",
+                       "ddpx.metric_direction": "max" if metric.greater_is_better else "min"})
     sweep.parent_run_id = parent.run_id
     try:
         for trial in sweep.trials:

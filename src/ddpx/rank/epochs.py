@@ -87,6 +87,7 @@ def train_epoch(run: RankRun, epoch: int, stops: StopRequests) -> torch.Tensor:
             if train["check_sync"]:
                 check_parameters_in_sync(state.model, f"step {position.step} of epoch {epoch}")
             bar.advance(loss)
+            log_step(run, epoch, loss)
             if position.step < state.batches_per_epoch and stops.agreed(position.step, device):
                 write_last(run, False, totals)
                 run.registry.pm.hook.ddpx_preempted(context=run.context)
@@ -95,6 +96,18 @@ def train_epoch(run: RankRun, epoch: int, stops: StopRequests) -> torch.Tensor:
     if device.type == "cuda":
         torch.cuda.synchronize(device)  # the epoch's queued kernels belong to its time
     return totals
+
+
+def log_step(run: RankRun, epoch: int, loss: torch.Tensor) -> None:
+    """Every ``train.log_every_n_steps`` optimizer steps rank 0 logs its loss and the learning
+    rate at the global step (``step/train_loss``, ``step/lr``); reading the loss waits for the step."""
+    every = run.train["log_every_n_steps"]
+    if not every or run.tracker is None:
+        return
+    global_step = (epoch - 1) * run.state.batches_per_epoch + run.state.position.step
+    if global_step % every == 0:
+        lr = run.state.optimizer.param_groups[0]["lr"]
+        run.tracker.log_metrics({"step/train_loss": float(loss.detach()), "step/lr": lr}, step=global_step)
 
 
 def train_step(run: RankRun, inputs, targets) -> torch.Tensor:

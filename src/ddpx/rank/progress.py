@@ -57,7 +57,8 @@ class RankConsole:
 
 
 class EpochBar:
-    """Advances the bar by one step; reads the loss (a device sync) only when the bar is drawn."""
+    """Advances the bar by one step; reads the loss (a device sync) only when the bar is drawn,
+    detached from the graph (a tensor that requires grad warns when read as a number)."""
 
     def __init__(self, progress: Progress, task, live: bool):
         self._progress = progress
@@ -70,4 +71,4 @@ class EpochBar:
         if loss is None:
             self._progress.advance(self._task)
         else:
-            self._progress.update(self._task, advance=1, loss=f"{float(loss):.4f}")
+            self._progress.update(self._task, advance=1, loss=f"{float(loss.detach()):.4f}")

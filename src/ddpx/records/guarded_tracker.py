@@ -52,6 +52,10 @@ class GuardedTracker:
         if self._tracker is not None and hasattr(self._tracker, "log_dataset"):
             self._call("record the dataset", lambda t: t.log_dataset(dataset))
 
+    def note(self, text: str) -> None:
+        if self._tracker is not None and hasattr(self._tracker, "note"):
+            self._call("write the run's note", lambda t: t.note(text))
+
     def finish(self, status: str, error: str | None = None) -> None:
         self._call("close the run", lambda t: t.finish(status, error))
 

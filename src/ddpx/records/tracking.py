@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ddpx.config.values import flatten
+from ddpx.contract.specs import MetricSpec
 from ddpx.launch.job import Job
 from ddpx.records.guarded_tracker import GuardedTracker
 
@@ -49,11 +50,14 @@ def git_commit(cwd: Path | None = None) -> str | None:
     return out.stdout.strip() or None
 
 
-def run_tags(job: Job, plugin_versions: Mapping[str, str]) -> dict[str, str]:
-    """Tags: ddpx version, plugin distributions, recipe, run folder and git commit."""
+def run_tags(job: Job, plugin_versions: Mapping[str, str], metric: MetricSpec) -> dict[str, str]:
+    """Tags: ddpx version, plugin distributions, recipe, the held-out metric that judges the run
+    and its direction, run folder and git commit."""
     tags = {
         "ddpx.version": _version("ddpx"),
         "ddpx.recipe": job.recipe_name,
+        "ddpx.metric": f"heldout_{metric.name}",
+        "ddpx.metric_direction": "max" if metric.greater_is_better else "min",
         "ddpx.recipe_source": job.recipe_source,
         "ddpx.run_dir": str(job.run_dir.path),
         "ddpx.plugins": ", ".join(f"{d}=={v}" for d, v in sorted(plugin_versions.items())),
@@ -91,8 +95,9 @@ def start_job_run(registry: "Registry", job: Job, device_type: str, warn: Callab
     spec = registry.get("trackers", job.launch.tracking)
     tracker = GuardedTracker(spec.create(job), warn=warn)
     versions = {i.distribution: i.version for i in registry.pm.info.values() if i.distribution and i.version}
+    metric = registry.get("metrics", registry.get("tasks", job.config["task"]).metric)
     tracker.start(run_name=job.run_dir.path.name, params=run_params(job, device=device_type),
-                  tags=run_tags(job, versions), resume_run_id=resume_run_id)
+                  tags=run_tags(job, versions, metric), resume_run_id=resume_run_id)
     if tracker.run_id:
         if not resume_run_id:
             tracker.log_artifact(job.run_dir.recipe_file)

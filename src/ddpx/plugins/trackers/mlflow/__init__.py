@@ -19,6 +19,16 @@ from ddpx.api import DatasetRecord, Job, TrackerSpec, hookimpl
 
 MAX_PARAM_LENGTH = 6000
 SYSTEM_METRICS_INTERVAL_S = 10
+KIND_TAG = "mlflow.experimentKind"  # what MLflow 3's UI reads to choose an experiment's view
+EXPERIMENT_KIND = "custom_model_development"  # the model-training view (not GenAI's traces and judges)
+
+
+def ui_link(path: str, **query: str) -> str:
+    """A path of the MLflow UI that opens in its model-training view (the UI reads the view from
+    the ``workflowType`` query parameter, else from what the browser last chose, else GenAI)."""
+    from urllib.parse import urlencode
+
+    return f"#/{path}?" + urlencode({"workflowType": "machine_learning", **query})
 
 
 def _source_type(source: str) -> str:
@@ -69,20 +79,24 @@ class MlflowTracker:
         self._start_system_metrics(resume=False)
 
     def _experiment_id(self) -> str:
-        """The experiment's id, creating the experiment if it does not exist yet. Jobs started at
-        the same moment (a Slurm array, two terminals) may all find it missing: the one whose
-        create comes second reads back the experiment the first one made."""
+        """The experiment's id, creating the experiment if it does not exist yet, marked as model
+        development (:data:`EXPERIMENT_KIND`) so the MLflow UI opens it in its model-training
+        view; an existing experiment of no kind is marked too. Jobs started at the same moment (a
+        Slurm array, two terminals) may all find it missing: the one whose create comes second
+        reads back the experiment the first one made."""
         from mlflow.exceptions import MlflowException
 
         experiment = self._client.get_experiment_by_name(self.experiment)
-        if experiment is not None:
-            return experiment.experiment_id
-        try:
-            return self._client.create_experiment(self.experiment)
-        except MlflowException as exc:
-            if exc.error_code != "RESOURCE_ALREADY_EXISTS":
-                raise
-        return self._client.get_experiment_by_name(self.experiment).experiment_id
+        if experiment is None:
+            try:
+                return self._client.create_experiment(self.experiment, tags={KIND_TAG: EXPERIMENT_KIND})
+            except MlflowException as exc:
+                if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+                    raise
+            experiment = self._client.get_experiment_by_name(self.experiment)
+        if not experiment.tags.get(KIND_TAG):
+            self._client.set_experiment_tag(experiment.experiment_id, KIND_TAG, EXPERIMENT_KIND)
+        return experiment.experiment_id
 
     def _start_system_metrics(self, resume: bool) -> None:
         if not self.system_metrics:
@@ -117,6 +131,10 @@ class MlflowTracker:
                          source=json.dumps({"uri": dataset.source}), profile=json.dumps(dict(dataset.splits)))
         self._client.log_inputs(self.run_id, [DatasetInput(record, [InputTag("mlflow.data.context", "training")])])
 
+    def note(self, text: str) -> None:
+        """The run's description in the UI (the ``mlflow.note.content`` tag), above its details."""
+        self._client.set_tag(self.run_id, "mlflow.note.content", text)
+
     def finish(self, status: str, error: str | None = None) -> None:
         self._stop_system_metrics()
         if error:
@@ -124,12 +142,11 @@ class MlflowTracker:
         self._client.set_terminated(self.run_id, status=status)
 
     def describe(self) -> str:
+        """Where to see the run: its page in the UI's model-training view (``ui_link``)."""
+        page = ui_link(f"experiments/{self.experiment_id}/runs/{self.run_id}")
         if self.uri and self.uri.startswith(("http://", "https://")):
-            return f"Compare runs: open {self.uri.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
-        return (
-            f"Compare runs: `mlflow ui --backend-store-uri {self.uri}`, then open "
-            f"http://127.0.0.1:5000/#/experiments/{self.experiment_id}/runs/{self.run_id}"
-        )
+            return f"The run in MLflow: open {self.uri.rstrip('/')}/{page}"
+        return f"The run in MLflow: `mlflow ui --backend-store-uri {self.uri}`, then open http://127.0.0.1:5000/{page}"
 
 
 @hookimpl

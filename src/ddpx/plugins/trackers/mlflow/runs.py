@@ -1,8 +1,9 @@
-"""Reading ddpx runs back from MLflow for ``ddpx runs``: their key params and held-out metrics.
+"""Reading ddpx runs back from MLflow for ``ddpx runs``: grouped by recipe, best first.
 
-The key params are the ones that tell runs apart: ``train.lr``, ``train.batch_size`` and
-``world_size`` always, then up to four more that differ between the runs listed (the swept keys
-of a sweep, a changed model size...), the same columns MLflow's compare view would highlight.
+Each recipe's runs are judged by its held-out metric (the run's ``ddpx.metric`` tag names it and
+``ddpx.metric_direction`` says whether higher is better); the params worth showing are the ones
+that differ between that recipe's listed runs (the swept keys of a sweep, a changed model size),
+the same ones MLflow's compare view highlights.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ddpx.api import UserError
+from ddpx.plugins.trackers.mlflow import ui_link
 from ddpx.plugins.trackers.mlflow.store import existing_store, is_http
 
-ALWAYS_SHOWN = ("train.lr", "train.batch_size", "world_size")
-MORE_VARYING = 4
-NEVER_SHOWN = {"description", "name"}
+NEVER_SHOWN = {"description", "name", "task", "model.name"}
+LOCAL_UI = "http://127.0.0.1:5000"
+FETCHED = 1000  # runs read from the store at most, newest first
 
 
 @dataclass
@@ -25,46 +27,112 @@ class RunRow:
     name: str
     status: str
     recipe: str
+    experiment_id: str
     started: int  # ms since the epoch
+    ended: int | None
     sweep: str  # "parent", "trial N", or ""
+    metric: str  # the held-out metric that judges the run, "heldout_<name>"
+    higher_is_better: bool
     params: dict[str, str]
     metrics: dict[str, float]
+
+    @property
+    def duration_s(self) -> float | None:
+        return (self.ended - self.started) / 1000 if self.ended and self.started else None
+
+    @property
+    def score(self) -> float | None:
+        """The run's held-out metric (a sweep's parent: its best trial's)."""
+        return self.metrics.get(self.metric, self.metrics.get(f"best_{self.metric}"))
+
+
+@dataclass
+class RecipeRuns:
+    """One recipe's listed runs, best first, with the params that differ between them."""
+
+    recipe: str
+    metric: str
+    rows: list[RunRow]
+    varying: list[str] = field(default_factory=list)
 
 
 @dataclass
 class RunListing:
     uri: str
-    experiment: str
-    experiment_id: str
-    rows: list[RunRow] = field(default_factory=list)
-    param_columns: list[str] = field(default_factory=list)
-    metric_columns: list[str] = field(default_factory=list)
+    groups: list[RecipeRuns]
 
-    def ui_address(self) -> str:
-        if is_http(self.uri):
-            return f"{self.uri.rstrip('/')}/#/experiments/{self.experiment_id}/runs"
-        return (f"`mlflow ui --backend-store-uri {self.uri}`, then open "
-                f"http://127.0.0.1:5000/#/experiments/{self.experiment_id}/runs")
+    @property
+    def rows(self) -> list[RunRow]:
+        return [row for group in self.groups for row in group.rows]
 
-    def compare_path(self) -> str:
-        """The MLflow UI's compare page for the listed runs (append to the UI's address)."""
+    def ui_base(self) -> str:
+        return self.uri.rstrip("/") if is_http(self.uri) else LOCAL_UI
+
+    def how_to_open(self) -> str:
+        """What to run first to see these runs in a browser ('' for a server)."""
+        return "" if is_http(self.uri) else f"mlflow ui --backend-store-uri {self.uri}"
+
+    def experiment_urls(self) -> list[str]:
+        """Each listed recipe's experiment in the UI's model-training view, best run first."""
+        found = {(group.rows[0].experiment_id, group.metric) for group in self.groups}
+        return [f"{self.ui_base()}/" + ui_link(f"experiments/{experiment_id}/runs", orderByKey=f"metrics.`{metric}`",
+                                               orderByAsc="false") for experiment_id, metric in sorted(found)]
+
+    def compare_url(self) -> str:
+        """MLflow's compare page for every listed run."""
         runs = json.dumps([r.run_id for r in self.rows], separators=(",", ":"))
-        return f"#/compare-runs?runs={runs}&experiments={json.dumps([self.experiment_id])}"
+        experiments = json.dumps(list(dict.fromkeys(r.experiment_id for r in self.rows)), separators=(",", ":"))
+        return f"{self.ui_base()}/#/compare-runs?runs={runs}&experiments={experiments}&workflowType=machine_learning"
 
 
-def _sort_clause(sort: str | None, ascending: bool) -> list[str]:
-    if not sort:
-        return ["attributes.start_time DESC"]
-    name = sort if sort.startswith(("metrics.", "params.", "attributes.")) else f"metrics.`{sort}`"
-    return [f"{name} {'ASC' if ascending else 'DESC'}"]
+def row_of(run: Any) -> RunRow:
+    tags = run.data.tags
+    sweep = "parent" if tags.get("ddpx.sweep") == "parent" else (
+        f"trial {tags['ddpx.sweep.trial']}" if "ddpx.sweep.trial" in tags else "")
+    metrics = dict(run.data.metrics)
+    metric = tags.get("ddpx.metric") or next((m for m in sorted(metrics) if m.startswith("heldout_")
+                                              and m not in ("heldout_loss", "heldout_samples")), "heldout_loss")
+    return RunRow(run.info.run_id, run.info.run_name or run.info.run_id[:8], run.info.status, tags.get("ddpx.recipe", ""),
+                  run.info.experiment_id, run.info.start_time or 0, run.info.end_time, sweep, metric,
+                  tags.get("ddpx.metric_direction", "max") != "min" and metric != "heldout_loss",
+                  dict(run.data.params), metrics)
 
 
-def list_runs(uri: str | None, experiment: str, recipe: str | None = None, sort: str | None = None,
+def experiment_ids(client: Any, uri: str, experiment: str | None) -> list[str]:
+    if experiment is None:
+        return [e.experiment_id for e in client.search_experiments()]
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        names = sorted(e.name for e in client.search_experiments())
+        raise UserError(f"there is no experiment '{experiment}' in {uri}. Its experiments are: "
+                        f"{', '.join(names) or 'none'}; choose one with --experiment NAME, or leave it out for all.")
+    return [found.experiment_id]
+
+
+def best_first(rows: list[RunRow], sort: str | None, ascending: bool) -> list[RunRow]:
+    """Runs with a value first, best (or by ``sort``) first; the rest newest first."""
+    def value(row: RunRow) -> float | None:
+        return row.metrics.get(sort) if sort else row.score
+
+    newest = sorted(rows, key=lambda r: -r.started)
+    scored = [r for r in newest if value(r) is not None]
+    higher = (not ascending) if sort else (rows[0].higher_is_better if rows else True)
+    scored.sort(key=lambda r: value(r), reverse=higher)
+    return scored + [r for r in newest if value(r) is None]
+
+
+def varying_params(rows: list[RunRow]) -> list[str]:
+    """The params that differ between the runs (a sweep's parent, which has no recipe params, aside)."""
+    runs = [r for r in rows if r.sweep != "parent"]
+    keys = sorted({k for r in runs for k in r.params} - NEVER_SHOWN)
+    return [k for k in keys if len({r.params.get(k) for r in runs}) > 1]
+
+
+def list_runs(uri: str | None, experiment: str | None = None, recipe: str | None = None, sort: str | None = None,
               ascending: bool = False, limit: int = 20) -> RunListing:
-    """The experiment's runs (newest first, or by ``sort``), at most ``limit`` of them."""
+    """ddpx's runs, by recipe, best first (or by ``sort``), at most ``limit`` per recipe."""
     import logging
 
-    from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
     if limit < 1:
@@ -72,38 +140,15 @@ def list_runs(uri: str | None, experiment: str, recipe: str | None = None, sort:
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     uri = existing_store(uri)
     client = MlflowClient(uri)
-    found = client.get_experiment_by_name(experiment)
-    if found is None:
-        names = sorted(e.name for e in client.search_experiments())
-        raise UserError(f"there is no experiment '{experiment}' in {uri}. Its experiments are: "
-                        f"{', '.join(names) or 'none'}; choose one with --experiment NAME.")
-    filter_string = f"tags.`ddpx.recipe` = '{recipe}'" if recipe else ""
-    try:
-        runs = client.search_runs([found.experiment_id], filter_string=filter_string,
-                                  order_by=_sort_clause(sort, ascending), max_results=limit)
-    except MlflowException as exc:
-        raise UserError(f"MLflow could not list the runs ({exc.message}). --sort takes a metric name such as "
-                        "heldout_accuracy.") from None
-    listing = RunListing(uri=uri, experiment=experiment, experiment_id=found.experiment_id)
-    for run in runs:
-        tags = run.data.tags
-        sweep = "parent" if tags.get("ddpx.sweep") == "parent" else (
-            f"trial {tags['ddpx.sweep.trial']}" if "ddpx.sweep.trial" in tags else "")
-        listing.rows.append(RunRow(run.info.run_id, run.info.run_name or run.info.run_id[:8], run.info.status,
-                                   tags.get("ddpx.recipe", ""), run.info.start_time or 0, sweep,
-                                   dict(run.data.params), dict(run.data.metrics)))
-    if sort and listing.rows and not any(sort in r.metrics for r in listing.rows) and "." not in sort:
-        known = sorted({m for r in listing.rows for m in r.metrics if not m.startswith("system/")})
+    ids = experiment_ids(client, uri, experiment)
+    where = f"tags.`ddpx.recipe` = '{recipe}'" if recipe else "tags.`ddpx.recipe` LIKE '%'"
+    rows = [row_of(run) for run in client.search_runs(ids, filter_string=where, max_results=FETCHED,
+                                                     order_by=["attributes.start_time DESC"])] if ids else []
+    if sort and rows and not any(sort in r.metrics for r in rows):
+        known = sorted({m for r in rows for m in r.metrics if not m.startswith("system/")})
         raise UserError(f"no listed run has the metric '{sort}'. Sort by one of: {', '.join(known)}.")
-    listing.param_columns = _param_columns(listing.rows)
-    listing.metric_columns = sorted({m for r in listing.rows for m in r.metrics
-                                     if m.startswith(("heldout_", "best_heldout_")) and m != "heldout_samples"})
-    return listing
-
-
-def _param_columns(rows: list[RunRow]) -> list[str]:
-    columns = [p for p in ALWAYS_SHOWN if any(p in r.params for r in rows)]
-    trials = [r for r in rows if r.sweep != "parent"]
-    keys = sorted({k for r in trials for k in r.params} - set(columns) - NEVER_SHOWN)
-    varying = [k for k in keys if len({r.params.get(k) for r in trials}) > 1]
-    return columns + varying[:MORE_VARYING]
+    groups = []
+    for name in dict.fromkeys(r.recipe for r in rows):  # the recipe run most recently first
+        mine = best_first([r for r in rows if r.recipe == name], sort, ascending)[:limit]
+        groups.append(RecipeRuns(name, mine[0].metric, mine, varying_params(mine)))
+    return RunListing(uri=uri, groups=groups)

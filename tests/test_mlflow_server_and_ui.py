@@ -251,6 +251,9 @@ def test_the_link_printed_after_a_run_opens_its_result_in_the_model_training_vie
     note = page.get_by_text(f"heldout_accuracy {value}").first
     note.wait_for(timeout=60_000)  # the run's note: the held-out result, without a click
     assert note.is_visible() and note.bounding_box()["y"] < 1000  # on the first screen
+    logged = page.locator("a[href*='/models/m-']").first  # "Logged models": the best model, a link to it
+    logged.wait_for(timeout=30_000)
+    assert logged.is_visible() and logged.inner_text().strip() == "model"
     # the model-training view: its sidebar (Runs, Models), not GenAI's (Judges, Evaluations, Prompts)
     assert page.get_by_text("Models", exact=True).first.is_visible()
     assert page.get_by_text("Judges", exact=True).count() == 0 and page.get_by_text("Evaluations", exact=True).count() == 0

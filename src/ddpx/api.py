@@ -14,7 +14,8 @@ Importing it is cheap: neither torch nor mlflow is imported.
 **What a plugin registers** (one spec per ``register_<kind>`` hook)
 
 - :class:`TaskSpec` (``register_tasks``): data, loss and judging metric; its ``build_data``
-  receives a :class:`DataRequest` and returns :class:`TaskData`.
+  receives a :class:`DataRequest` and returns :class:`TaskData`; its optional
+  :class:`TablePredictor` lets a trained model answer a table (``ddpx predict``, MLflow models).
 - :class:`ModelSpec`, :class:`MetricSpec`, :class:`SamplerSpec`, :class:`WrapperSpec`,
   :class:`OptimizerSpec`, :class:`ScheduleSpec` — the parts of a run a recipe names.
 - :class:`BackendSpec`, :class:`LauncherSpec` (with its :class:`LaunchOption` flags, returning a
@@ -44,7 +45,8 @@ Importing it is cheap: neither torch nor mlflow is imported.
   ``~/.cache/ddpx/data``).
 - :func:`load_checkpoint` reads a ddpx checkpoint safely (tensors and plain values only);
   :func:`model_state_from` takes the model weights out of it (or out of a plain state dict);
-  :func:`load_model` rebuilds a run's exported best model (its ``model/`` folder).
+  :func:`load_model` rebuilds a run's exported best model (its ``model/`` folder);
+  :func:`load_table_predictor` turns it into a function from an input table to an output table.
 
 **Errors**
 
@@ -72,6 +74,7 @@ from ddpx.contract.specs import (
     RecipeSource,
     SamplerSpec,
     ScheduleSpec,
+    TablePredictor,
     TaskSpec,
     Tracker,
     TrackerSpec,
@@ -120,13 +123,22 @@ def load_model(folder: "str | Path") -> Any:
     return _load_model(folder)
 
 
+def load_table_predictor(folder: "str | Path") -> Any:
+    """``predict(table) -> table`` for the model a run exported (its ``model/`` folder), through
+    its task's :class:`TablePredictor`; a task without one is a :class:`UserError`. Imports torch."""
+    from ddpx.records.model_export import load_table_predictor as _load_table_predictor
+
+    return _load_table_predictor(folder)
+
+
 __all__ = [
     "hookimpl",
-    "TaskSpec", "ModelSpec", "MetricSpec", "SamplerSpec", "WrapperSpec", "OptimizerSpec", "ScheduleSpec",
+    "TaskSpec", "TablePredictor", "ModelSpec", "MetricSpec", "SamplerSpec", "WrapperSpec", "OptimizerSpec", "ScheduleSpec",
     "BackendSpec", "LauncherSpec", "LaunchOption", "LaunchOutcome", "TrackerSpec", "Tracker", "RecipeSource",
     "Param", "DataRequest", "TaskData", "DatasetRecord", "FitContext", "RunSummary",
     "Job", "LaunchSettings", "RunDir",
     "run_rank", "WORKER_MODULE", "threads_per_rank", "cpu_share", "local_gpu_count",
     "data_root", "DATA_DIR_ENV", "load_checkpoint", "model_state_from", "load_model",
+    "load_table_predictor",
     "UserError", "PluginError", "did_you_mean",
 ]

@@ -2,7 +2,8 @@
 
 - ``run_commands``: ``ddpx recipe`` and ``ddpx sweep`` (they train);
 - ``recipe_commands``: ``ddpx recipes``, ``ddpx show``, ``ddpx cp``;
-- ``runs_command``: ``ddpx runs`` (a table of tracked runs);
+- ``runs_command``: ``ddpx runs`` (which run was best);
+- ``predict_command``: ``ddpx predict`` (a trained model's predictions for a CSV);
 - ``plugin_commands``: ``ddpx plugins`` and ``ddpx plugins check``;
 - ``bench_commands``: ``ddpx bench``.
 """
@@ -11,7 +12,14 @@ from __future__ import annotations
 
 import sys
 
-from ddpx.cli import bench_commands, plugin_commands, recipe_commands, run_commands, runs_command  # noqa: F401
+from ddpx.cli import (  # noqa: F401 - each module adds its commands
+    bench_commands,
+    plugin_commands,
+    predict_command,
+    recipe_commands,
+    run_commands,
+    runs_command,
+)
 from ddpx.cli.app import cli
 
 __all__ = ["cli", "main"]

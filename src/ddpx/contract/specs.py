@@ -21,6 +21,21 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 
 @dataclass(frozen=True)
+class TablePredictor:
+    """How a trained model of a task answers a table of rows: ``ddpx predict`` and the MLflow model.
+
+    ``predict(model, info, table)`` takes the eval-mode model, :attr:`TaskData.info` and a pandas
+    ``DataFrame`` of inputs (a ``smiles`` column, say) and returns a ``DataFrame`` of outputs (a
+    ``probability`` column, say); a table it cannot read is a :class:`UserError` naming the columns
+    it needs. ``example(info)`` is a small input table: the logged model's input example, from
+    which its signature is inferred.
+    """
+
+    predict: Callable[[Any, Mapping[str, Any], Any], Any]
+    example: Callable[[Mapping[str, Any]], Any]
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     """A learning problem: how to build its data, its loss and the metric that judges it.
 
@@ -31,7 +46,8 @@ class TaskSpec:
     ``check(params, world_size)`` when it needs the number of ranks — runs in the launching
     process before any rank starts and raises :class:`~ddpx.contract.errors.UserError` for settings
     that cannot work (a missing or unreadable file, a missing optional dependency, fewer
-    training samples than ranks).
+    training samples than ranks). ``predictor`` (a :class:`TablePredictor`) lets the trained
+    model answer tables: ``ddpx predict``, and the best model logged as an MLflow model.
     """
 
     name: str
@@ -41,6 +57,7 @@ class TaskSpec:
     metric: str
     params: Mapping[str, Param] = field(default_factory=dict)
     check: Callable[[Mapping[str, Any]], None] | None = None
+    predictor: TablePredictor | None = None
 
 
 @dataclass(frozen=True)
@@ -199,6 +216,11 @@ class Tracker(Protocol):
         """Show a short markdown note with the run: its result, in a line (optional)."""
         ...
 
+    def log_model(self, folder: Path, register: str | None = None) -> None:
+        """Store the best model (the run's ``model/`` folder) as the tracker's own kind of model,
+        registering a version under ``register`` when given (optional)."""
+        ...
+
     def finish(self, status: str, error: str | None = None) -> None: ...
 
     def describe(self) -> str:
@@ -259,7 +281,7 @@ KINDS: Mapping[str, str] = {
 """Every kind of registered component (``register_<kind>`` hooks), with its singular name."""
 
 __all__ = [
-    "TaskSpec", "ModelSpec", "MetricSpec", "SamplerSpec", "WrapperSpec", "OptimizerSpec", "ScheduleSpec",
+    "TaskSpec", "TablePredictor", "ModelSpec", "MetricSpec", "SamplerSpec", "WrapperSpec", "OptimizerSpec", "ScheduleSpec",
     "BackendSpec", "LaunchOption", "LaunchOutcome", "LauncherSpec", "Tracker", "TrackerSpec", "RecipeSource",
     "KINDS", "DataRequest", "DatasetRecord", "Param", "TaskData",
 ]

@@ -38,6 +38,10 @@ class LaunchSettings:
     runs_dir: str | None = _option(None, "Folder for run folders.  [default: ./ddpx-runs]", "--run-dir")
     timeout_s: float = _option(1800.0, "Seconds a rank waits for the others in a collective before the job fails.",
                                "--timeout")
+    log_model: bool = _option(True, "Log the best model as an MLflow model at the end (a few seconds; env "
+                              "DDPX_LOG_MODEL).", "--log-model/--no-log-model", envvar="DDPX_LOG_MODEL")
+    register: str | None = _option(None, "Also register the best model as a new version of this MLflow registered "
+                                   "model.", metavar="NAME", only="recipe")
     resume: str | None = _option(None, "Continue the latest run of this recipe (auto) or from a checkpoint file.",
                                  metavar="auto|PATH", only="recipe")
     launcher_options: dict[str, Any] = field(default_factory=dict)  # the chosen launcher's own options

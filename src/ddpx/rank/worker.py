@@ -98,6 +98,8 @@ def _fit_and_record(job, registry, env, device, console, tracker, resume) -> Non
         tracker.log_metrics({**summary.heldout, "best_epoch": float(summary.best_epoch),
                              "heldout_samples": float(summary.heldout_samples)})
         tracker.note(result_note(summary))
+        if job.launch.log_model and registry.get("tasks", job.config["task"]).predictor is not None:
+            tracker.log_model(job.run_dir.path / "model", register=job.launch.register)
         tracker.finish("FINISHED")
     summary.write(job.run_dir.summary_file)
 

@@ -52,6 +52,10 @@ class GuardedTracker:
         if self._tracker is not None and hasattr(self._tracker, "log_dataset"):
             self._call("record the dataset", lambda t: t.log_dataset(dataset))
 
+    def log_model(self, folder: Path, register: str | None = None) -> None:
+        if self._tracker is not None and hasattr(self._tracker, "log_model"):
+            self._call("log the best model", lambda t: t.log_model(folder, register))
+
     def note(self, text: str) -> None:
         if self._tracker is not None and hasattr(self._tracker, "note"):
             self._call("write the run's note", lambda t: t.note(text))

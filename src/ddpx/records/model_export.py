@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import torch
 
@@ -61,3 +61,25 @@ def load_model(folder: str | Path, registry: Any = None) -> torch.nn.Module:
     model = builder.build(params, spec["task_info"])
     model.load_state_dict(torch.load(state_path, map_location="cpu", weights_only=True))
     return model.eval()
+
+
+def load_table_predictor(folder: str | Path, registry: Any = None) -> Callable[[Any], Any]:
+    """``predict(table) -> table`` with the model saved in ``folder``, through its task's predictor;
+    ``predict.example`` is the task's example input table."""
+    from ddpx.plugin_host.registry import load_registry
+
+    registry = registry or load_registry()
+    model = load_model(folder, registry)
+    spec = json.loads((Path(folder) / SPEC_FILE).read_text(encoding="utf-8"))
+    task = registry.get("tasks", spec["task"])
+    if task.predictor is None:
+        raise UserError(f"the task '{task.name}' of this model cannot predict from a table (its plugin declares no "
+                        "TablePredictor); load the model with ddpx.api.load_model and call it on tensors.")
+    info = spec["task_info"]
+
+    def predict(table: Any) -> Any:
+        with torch.no_grad():
+            return task.predictor.predict(model, info, table)
+
+    predict.example = task.predictor.example(info)
+    return predict

@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from ddpx.api import ModelSpec, Param, RecipeSource, TaskSpec, hookimpl
+from ddpx.api import ModelSpec, Param, RecipeSource, TablePredictor, TaskSpec, hookimpl
 
 BBBP_URL = "https://deepchemdata.s3-us-west-1.amazonaws.com/datasets/BBBP.csv"
 
@@ -90,13 +90,28 @@ def build_model(params, info):
     return SmilesRNN(len(info["vocab"]), pad_id=info["pad_id"], **params)
 
 
+def _predict_table(model, info, table):
+    from ddpx.plugins.smiles.predict import predict_table
+
+    return predict_table(model, info, table)
+
+
+def _example_table(info):
+    from ddpx.plugins.smiles.predict import example_table
+
+    return example_table(info)
+
+
+PREDICTOR = TablePredictor(_predict_table, _example_table)  # a `smiles` column in, a `probability` out
+
+
 @hookimpl
 def register_tasks(register):
     register(TaskSpec("bbbp", "BBBP: does a molecule cross the blood-brain barrier? (MoleculeNet)", build_bbbp,
-                      loss="bce_with_logits", metric="roc_auc", check=check_bbbp,
+                      loss="bce_with_logits", metric="roc_auc", check=check_bbbp, predictor=PREDICTOR,
                       params=smiles_params(smiles_column="smiles", label_column="p_np", url=BBBP_URL)))
     register(TaskSpec("smiles_csv", "binary labels of molecules from any SMILES CSV", build_smiles_csv,
-                      loss="bce_with_logits", metric="roc_auc", check=check_smiles_csv,
+                      loss="bce_with_logits", metric="roc_auc", check=check_smiles_csv, predictor=PREDICTOR,
                       params=smiles_params(smiles_column="smiles", label_column="label", url="")))
 
 

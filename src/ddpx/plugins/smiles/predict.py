@@ -2,6 +2,9 @@
 
     predictor = SmilesPredictor.from_checkpoint("ddpx-runs/bbbp_rnn-.../checkpoints/best.pt")
     predictor.predict_proba(["CCO", "c1ccccc1N"])   # probabilities of label 1
+
+The tasks' :class:`~ddpx.api.TablePredictor` does the same for a table with a ``smiles`` column
+(``ddpx predict``, the logged MLflow model).
 """
 
 from __future__ import annotations
@@ -47,3 +50,24 @@ class SmilesPredictor:
             inputs, _ = collate(batch)
             probabilities += torch.sigmoid(self.model(inputs)).tolist()
         return probabilities
+
+
+SMILES_COLUMN = "smiles"
+EXAMPLE_SMILES = ["CCO", "c1ccccc1N", "CC(=O)Oc1ccccc1C(=O)O"]
+
+
+def predict_table(model: torch.nn.Module, info, table):
+    """A ``probability`` of label 1 for every row's ``smiles``."""
+    if SMILES_COLUMN not in getattr(table, "columns", ()):
+        columns = ", ".join(map(str, getattr(table, "columns", []))) or "none"
+        raise UserError(f"this SMILES model predicts from a '{SMILES_COLUMN}' column; the input has {columns}. "
+                        "Give a table (a CSV) with one SMILES string per row in a column named 'smiles'.")
+    out = table[[SMILES_COLUMN]].copy()
+    out["probability"] = SmilesPredictor(model, Vocabulary(info["vocab"])).predict_proba(list(table[SMILES_COLUMN]))
+    return out
+
+
+def example_table(info):
+    import pandas as pd
+
+    return pd.DataFrame({SMILES_COLUMN: EXAMPLE_SMILES})

@@ -43,6 +43,7 @@ class MlflowTracker:
         self.experiment = job.launch.experiment
         self.run_id: str | None = None
         self.experiment_id: str | None = None
+        self.model_id: str | None = None  # the logged model, once the best model is logged
         self.system_metrics = job.launch.system_metrics
         self._client: Any = None
         self._monitor: Any = None
@@ -130,6 +131,12 @@ class MlflowTracker:
         record = Dataset(name=dataset.name, digest=dataset.digest, source_type=_source_type(dataset.source),
                          source=json.dumps({"uri": dataset.source}), profile=json.dumps(dict(dataset.splits)))
         self._client.log_inputs(self.run_id, [DatasetInput(record, [InputTag("mlflow.data.context", "training")])])
+
+    def log_model(self, folder: Path, register: str | None = None) -> None:
+        """The best model as an MLflow logged model of this run (see :mod:`.pyfunc_model`)."""
+        from ddpx.plugins.trackers.mlflow.pyfunc_model import log_best_model
+
+        self.model_id = log_best_model(folder, self.run_id, register)
 
     def note(self, text: str) -> None:
         """The run's description in the UI (the ``mlflow.note.content`` tag), above its details."""

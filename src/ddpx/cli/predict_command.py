@@ -1,0 +1,92 @@
+"""``ddpx predict MODEL INPUT``: a trained model's predictions for a table of inputs."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from ddpx.cli.app import cli
+from ddpx.contract.errors import UserError
+
+PREDICT_EPILOG = """\b
+Examples:
+  ddpx predict ddpx-runs/bbbp_rnn-20261123-101500-ab12/model molecules.csv
+  ddpx predict 3f2c...e91 molecules.csv --output predictions.csv      # an MLflow run id
+  ddpx predict models:/bbbp/1 molecules.csv --tracking-uri http://127.0.0.1:5000
+
+\b
+INPUT is a CSV with the columns the task reads (a `smiles` column for the SMILES
+tasks; x0, x1, ... for mlp_synthetic). The output is INPUT's rows with the
+model's answers (a `probability` of label 1; a `predicted` class and its
+`probability`), as CSV.
+"""
+
+RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def read_table(path: str) -> Any:
+    import pandas as pd
+
+    source = Path(path)
+    if not source.is_file():
+        raise UserError(f"input '{path}' is not a file. Give a CSV with one row per input (a 'smiles' column for a "
+                        "SMILES model).")
+    try:
+        return pd.read_csv(source)
+    except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        raise UserError(f"cannot read '{path}' as CSV ({type(exc).__name__}: {str(exc).splitlines()[0]}). Give a "
+                        "UTF-8 CSV file with a header row.") from None
+
+
+def from_mlflow(model: str, tracking_uri: str | None) -> Callable[[Any], Any]:
+    """An MLflow model (a run id, ``runs:/``, ``models:/``), loaded as MLflow's pyfunc."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    from ddpx.plugins.trackers.mlflow.store import existing_store
+
+    uri = existing_store(tracking_uri)
+    mlflow.set_tracking_uri(uri)
+    model_uri = f"runs:/{model}/model" if RUN_ID.match(model) else model
+    try:
+        return mlflow.pyfunc.load_model(model_uri).predict
+    except (MlflowException, OSError) as exc:
+        message = getattr(exc, "message", str(exc)).splitlines()[0]
+        raise UserError(f"cannot load the model '{model}' from {uri}: {message}. Give a run id of this store, a "
+                        "model URI (runs:/RUN_ID/model, models:/NAME/VERSION), or a run's model/ folder.") from None
+
+
+def load_predictor(model: str, tracking_uri: str | None) -> Callable[[Any], Any]:
+    folder = Path(model)
+    if (folder / "model.json").is_file():
+        from ddpx.api import load_table_predictor
+
+        return load_table_predictor(folder)
+    if folder.exists() or "/" in model and ":" not in model:
+        raise UserError(f"'{model}' is not a ddpx model folder (it has no model.json): point to a run's model/ "
+                        "folder, or give an MLflow run id or model URI.")
+    return from_mlflow(model, tracking_uri)
+
+
+@cli.command("predict", epilog=PREDICT_EPILOG)
+@click.argument("model")
+@click.argument("input_path", metavar="INPUT")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
+              help="Write the predictions here as CSV.  [default: standard output]")
+@click.option("--tracking-uri", default=None, envvar="MLFLOW_TRACKING_URI",
+              help="MLflow store for a run id or model URI.  [default: sqlite:///mlflow.db here]")
+def predict_command(model, input_path, output, tracking_uri) -> None:
+    """Predict with a trained model: MODEL is a run's model/ folder, an MLflow run id, or an MLflow
+    model URI; INPUT a CSV of inputs. Loading never unpickles anything: the weights are a plain
+    state dict and the model is rebuilt through the installed plugins."""
+    table = read_table(input_path)
+    predictions = load_predictor(model, tracking_uri)(table)
+    if output:
+        predictions.to_csv(output, index=False)
+        click.echo(f"ddpx: {len(predictions)} prediction(s) written to {output}", err=True)
+    else:
+        predictions.to_csv(sys.stdout, index=False)

@@ -1,0 +1,125 @@
+"""The best model of a run as an MLflow model: logged with the run and its held-out metrics,
+registered, loaded with mlflow.pyfunc, served by ``mlflow models serve`` on loopback, and used by
+``ddpx predict`` — every way giving the same probabilities."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from smiles_files import write_smiles_csv
+
+pytestmark = pytest.mark.slow  # trains a model
+
+SMALL = ["train.max_epochs=2", "model.num_layers=1", "model.d_model=32", "model.embedding_dim=32", "train.lr=0.01"]
+ASKED = ["CCOCl", "c1ccccc1N", "CC(=O)NCl", "C1CCNCC1Br"]
+
+
+def probabilities_of(text: str) -> dict[str, float]:
+    return {row["smiles"]: float(row["probability"]) for row in csv.DictReader(io.StringIO(text))}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def served_predictions(model_uri: str, store: str, rows: list[str]) -> dict[str, float]:
+    """POST the rows to a real ``mlflow models serve`` on 127.0.0.1; return its probabilities."""
+    port = free_port()
+    # the server runs uvicorn from the environment's bin folder, as in an activated environment
+    env = {**os.environ, "MLFLOW_TRACKING_URI": store,
+           "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])}
+    server = subprocess.Popen([sys.executable, "-m", "mlflow", "models", "serve", "-m", model_uri, "--env-manager",
+                               "local", "-h", "127.0.0.1", "-p", str(port)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=2).read()
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, server.stderr.read().decode()
+                time.sleep(0.5)
+        body = json.dumps({"dataframe_split": {"columns": ["smiles"], "data": [[s] for s in rows]}}).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/invocations", data=body,
+                                         headers={"Content-Type": "application/json"})
+        answer = json.loads(urllib.request.urlopen(request, timeout=60).read())
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, 15)
+        server.wait(timeout=30)
+    return {row["smiles"]: row["probability"] for row in answer["predictions"]}
+
+
+def test_the_best_model_is_logged_registered_served_and_predicted_alike(run_ddpx, tmp_path):
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    molecules = write_smiles_csv(tmp_path / "molecules.csv", n=240)
+    trained = run_ddpx("recipe", "bbbp_rnn", "--tracking-uri", store, "--no-system-metrics", "--register", "bbbp-test",
+                       f"dataset.path={molecules}", *SMALL, env={"DDPX_LOG_MODEL": "true"})
+    assert trained.returncode == 0, trained.output
+    client = MlflowClient(store)
+    (run,) = client.search_runs([client.get_experiment_by_name("bbbp_rnn").experiment_id])
+    (model,) = client.search_logged_models(experiment_ids=[run.info.experiment_id])
+    assert model.source_run_id == run.info.run_id and model.name == "model"
+    attached = {m.key: m.value for m in model.metrics or []}
+    assert attached["heldout_roc_auc"] == run.data.metrics["heldout_roc_auc"]  # the model carries its result
+    (version,) = client.search_model_versions("name='bbbp-test'")
+    assert version.source == f"models:/{model.model_id}"  # the registered version is this logged model
+
+    asked = tmp_path / "asked.csv"
+    asked.write_text("smiles\n" + "\n".join(ASKED) + "\n")
+    import pandas as pd
+
+    mlflow.set_tracking_uri(store)
+    loaded = mlflow.pyfunc.load_model(f"models:/{model.model_id}").predict(pd.DataFrame({"smiles": ASKED}))
+    expected = dict(zip(loaded["smiles"], loaded["probability"]))
+    assert set(expected) == set(ASKED) and all(0 < p < 1 for p in expected.values())
+    assert expected["CCOCl"] > expected["c1ccccc1N"]  # it learnt the files' chlorine rule
+
+    by_run = run_ddpx("predict", run.info.run_id, str(asked), "--tracking-uri", store)
+    assert by_run.returncode == 0, by_run.output
+    by_folder = run_ddpx("predict", str(trained.run_dirs()[0] / "model"), str(asked), "-o", str(tmp_path / "out.csv"))
+    assert by_folder.returncode == 0, by_folder.output
+    served = served_predictions(f"runs:/{run.info.run_id}/model", store, ASKED)
+    for answers in (probabilities_of(by_run.stdout), probabilities_of((tmp_path / "out.csv").read_text()), served):
+        assert answers == pytest.approx(expected, abs=1e-6)
+
+
+def test_predict_explains_a_wrong_model_or_input(run_ddpx, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    MlflowClient(store).search_experiments()
+    table = tmp_path / "rows.csv"
+    table.write_text("formula\nC2H6O\n")
+    unknown = run_ddpx("predict", "0" * 32, str(table), "--tracking-uri", store)
+    assert unknown.returncode == 2 and "cannot load the model '00000000" in unknown.stderr
+    trained = run_ddpx("recipe", "mlp_synthetic", "--tracking", "none", "--nproc", "1", "train.max_epochs=1",
+                       "dataset.train_size=64", "dataset.dev_size=32", "dataset.heldout_size=32", "dataset.dim_in=4")
+    assert trained.returncode == 0, trained.output
+    folder = str(trained.run_dirs()[0] / "model")
+    other_task = run_ddpx("predict", folder, str(table))
+    assert other_task.returncode == 2 and "reads 4 feature columns x0..x3; the input lacks x0, x1, x2, x3" in other_task.stderr
+    (tmp_path / "blob.csv").write_bytes(bytes(range(256)) * 4)
+    unreadable = run_ddpx("predict", folder, str(tmp_path / "blob.csv"))
+    assert unreadable.returncode == 2 and "cannot read" in unreadable.stderr
+    features = tmp_path / "features.csv"
+    features.write_text("x0,x1,x2,x3\n0.1,0.2,0.3,0.4\n")
+    answered = run_ddpx("predict", folder, str(features))
+    assert answered.returncode == 0 and answered.stdout.splitlines()[0] == "predicted,probability"
+    assert "Traceback" not in unknown.output + other_task.output + unreadable.output

@@ -2,6 +2,7 @@
 optimizer, a learning-rate schedule."""
 
 import json
+import re
 
 import pytest
 
@@ -40,9 +41,10 @@ def test_a_plugins_optimizer_and_schedule_train_the_model(run_ddpx):
     result = run_ddpx("recipe", "mlp_synthetic", "--tracking", "none", "--nproc", "1", "train.optimizer=half_lr_sgd",
                       "train.lr_schedule=halve_each_step", "train.lr=0.2", "train.max_epochs=1",
                       "dataset.train_size=128", "dataset.dev_size=32", "dataset.heldout_size=32", "train.batch_size=64",
-                      plugins=PLUGIN)
+                      plugins=PLUGIN, env={"COLUMNS": ""})  # piped, with no terminal width to go by
     assert result.returncode == 0, result.output
     (run_dir,) = result.run_dirs()
+    assert re.search(rf"run folder +{re.escape(str(run_dir))} *\n", result.stdout)  # the whole path, on one line
     (epoch,) = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert epoch["lr"] == 0.2 / 2 * 0.5 ** 2  # half of train.lr, halved after each of the 2 steps
 

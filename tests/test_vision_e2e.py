@@ -39,6 +39,35 @@ def test_mnist_convnet_on_both_paths_logs_accuracy_and_confusion_matrix(run_ddpx
     assert "heldout_confusion_matrix.png" in artifacts
     png = result.run_dirs()[0] / "reports" / "heldout_confusion_matrix.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if launcher == "spawn":
+        predicted_from_files_and_pixels_alike(run_ddpx, result.run_dirs()[0] / "model", tiny_images.parent)
+
+
+def predicted_from_files_and_pixels_alike(run_ddpx, model_folder, work):
+    """`ddpx predict MODEL FOLDER` on PNG files of new digits, and the model's table predictor on
+    the same pixels (as an MLflow model serving JSON receives them), give the same classes."""
+    import numpy as np
+    import pandas as pd
+    import torch
+    from torchvision.io import write_png
+
+    from ddpx.api import load_table_predictor
+    from image_files import class_images
+
+    labels = np.arange(10)
+    images = class_images(labels, 1, 28, seed=7)[:, 0]  # unseen images of the ten patterns
+    folder = work / "digits"
+    folder.mkdir(exist_ok=True)
+    for label, image in zip(labels, images):
+        write_png(torch.from_numpy(image)[None], str(folder / f"digit-{label}.png"))
+    answered = run_ddpx("predict", str(model_folder), str(folder))
+    assert answered.returncode == 0, answered.output
+    rows = [line.split(",") for line in answered.stdout.splitlines()[1:]]
+    assert [row[0].rsplit("-", 1)[1] for row in rows] == [f"{label}.png" for label in labels]
+    from_files = [row[1] for row in rows]
+    assert sum(p == str(label) for p, label in zip(from_files, labels)) >= 8  # it learnt the patterns
+    from_pixels = load_table_predictor(model_folder)(pd.DataFrame({"image": [image.tolist() for image in images]}))
+    assert list(from_pixels["predicted"]) == from_files
 
 
 @pytest.mark.slow

@@ -18,23 +18,41 @@ Examples:
   ddpx predict 3f2c...e91 molecules.csv --output predictions.csv      # an MLflow run id
   ddpx predict models:/bbbp/1 molecules.csv --tracking-uri http://127.0.0.1:5000
 
+  ddpx predict ddpx-runs/mnist_convnet-.../model digits/               # a folder of images
+
 \b
 INPUT is a CSV with the columns the task reads (a `smiles` column for the SMILES
-tasks; x0, x1, ... for mlp_synthetic). The output is INPUT's rows with the
-model's answers (a `probability` of label 1; a `predicted` class and its
-`probability`), as CSV.
+tasks; x0, x1, ... for mlp_synthetic), or a folder of images for the image
+tasks. The output is INPUT's rows with the model's answers (a `probability` of
+label 1; a `predicted` class and its `probability`), as CSV.
 """
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
+
+
+def image_table(folder: Path) -> Any:
+    """A table with a ``path`` column: the folder's image files, sorted."""
+    import pandas as pd
+
+    images = sorted(str(p) for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    if not images:
+        raise UserError(f"folder '{folder}' holds no image file ({', '.join(IMAGE_SUFFIXES)}). Give a folder of "
+                        "images for an image model, or a CSV file.")
+    return pd.DataFrame({"path": images})
 
 
 def read_table(path: str) -> Any:
     import pandas as pd
 
     source = Path(path)
+    if source.is_dir():
+        return image_table(source)
     if not source.is_file():
-        raise UserError(f"input '{path}' is not a file. Give a CSV with one row per input (a 'smiles' column for a "
-                        "SMILES model).")
+        raise UserError(f"input '{path}' does not exist. Give a CSV with one row per input (a 'smiles' column for a "
+                        "SMILES model), or a folder of images for an image model.")
     try:
         return pd.read_csv(source)
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ddpx.cli.app import cli, registry_with_warnings
+from ddpx.cli.app import cli, console, registry_with_warnings
 from ddpx.cli.launch_options import LaunchCommand, settings_from
 from ddpx.contract.errors import JobFailed
 
@@ -46,7 +46,7 @@ def recipe_command(name, overrides, **values) -> None:
     click.echo(f"ddpx: {recipe.name} on {job.world_size} rank(s), launcher {launch.launcher}, backend {launch.backend}")
     summary = run_job(registry, recipe, job)
     if summary is not None:
-        print_summary(recipe.name, summary)
+        print_summary(recipe.name, summary, console())  # piped: one wide page, no path cut in two
         return
     launcher = registry.get("launchers", launch.launcher)
     if launcher.detaches is None or not launcher.detaches(job):

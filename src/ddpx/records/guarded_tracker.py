@@ -53,8 +53,14 @@ class GuardedTracker:
             self._call("record the dataset", lambda t: t.log_dataset(dataset))
 
     def log_model(self, folder: Path, register: str | None = None) -> None:
-        if self._tracker is not None and hasattr(self._tracker, "log_model"):
-            self._call("log the best model", lambda t: t.log_model(folder, register))
+        """A model that cannot be logged is a warning; the run is still recorded and closed."""
+        if self._tracker is None or not hasattr(self._tracker, "log_model"):
+            return
+        try:
+            self._tracker.log_model(folder, register)
+        except Exception as exc:
+            self._warn(f"the best model could not be logged to the tracker ({type(exc).__name__}: {exc}); it is "
+                       f"in the run folder ({folder}) and `ddpx predict` reads it there.")
 
     def note(self, text: str) -> None:
         if self._tracker is not None and hasattr(self._tracker, "note"):

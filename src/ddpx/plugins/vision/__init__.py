@@ -6,7 +6,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from ddpx.api import ModelSpec, Param, RecipeSource, TaskSpec, hookimpl
+from ddpx.api import ModelSpec, Param, RecipeSource, TablePredictor, TaskSpec, hookimpl
 
 MNIST_MEAN, MNIST_STD = (0.1307,), (0.3081,)
 CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)  # the CIFAR-10 DDP walkthrough's values
@@ -91,6 +91,21 @@ def build_resnet18(params, info):
     return resnet18(info["num_classes"], params["stem"])
 
 
+def image_predictor(mean, std) -> TablePredictor:
+    """Images (a ``path`` or an ``image`` column) in, the ``predicted`` class and its ``probability`` out."""
+    def predict(model, info, table):
+        from ddpx.plugins.vision.predict import predict_images
+
+        return predict_images(model, info, table, mean, std)
+
+    def example(info):
+        from ddpx.plugins.vision.predict import example_images
+
+        return example_images(info)
+
+    return TablePredictor(predict, example)
+
+
 def _recipe(name: str) -> RecipeSource:
     return RecipeSource(Path(str(resources.files(__package__) / "recipes" / f"{name}.toml")))
 
@@ -98,9 +113,11 @@ def _recipe(name: str) -> RecipeSource:
 @hookimpl
 def register_tasks(register):
     register(TaskSpec("mnist", "MNIST handwritten digits (torchvision); held-out = the official test set",
-                      build_mnist, loss="cross_entropy", metric="accuracy", params=MNIST_PARAMS, check=check_mnist))
+                      build_mnist, loss="cross_entropy", metric="accuracy", params=MNIST_PARAMS, check=check_mnist,
+                      predictor=image_predictor(MNIST_MEAN, MNIST_STD)))
     register(TaskSpec("cifar10", "CIFAR-10 images (torchvision); held-out = the official test set",
-                      build_cifar10, loss="cross_entropy", metric="accuracy", params=CIFAR_PARAMS, check=check_cifar10))
+                      build_cifar10, loss="cross_entropy", metric="accuracy", params=CIFAR_PARAMS, check=check_cifar10,
+                      predictor=image_predictor(CIFAR_MEAN, CIFAR_STD)))
 
 
 @hookimpl

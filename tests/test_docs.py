@@ -11,7 +11,6 @@ from ddpx.contract.hookspecs import hook_names
 from ddpx.config.recipe_files import read_recipe_file
 from ddpx.plugin_host.registry import load_registry
 
-pytestmark = pytest.mark.xdist_group("docs_site")  # one worker runs this file: the site is built once
 
 ROOT = Path(__file__).parent.parent
 

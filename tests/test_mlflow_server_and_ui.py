@@ -18,7 +18,6 @@ from mlflow_server import mlflow_server
 
 from conftest import TEST_RECIPES
 
-pytestmark = pytest.mark.xdist_group("mlflow_server")  # one worker runs this file: one server, one set of tracked runs
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

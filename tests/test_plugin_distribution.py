@@ -11,7 +11,6 @@ import pytest
 
 from conftest import TEST_PLUGINS
 
-pytestmark = pytest.mark.xdist_group("tinyplug")  # one worker runs this file: the plugin is installed once
 
 PYPROJECT = """
 [build-system]

@@ -47,7 +47,6 @@ def one_run(uri, experiment):
     return client, run
 
 
-@pytest.mark.xdist_group("uninterrupted")  # these share one uninterrupted reference run
 def test_preempted_run_resumes_in_the_same_mlflow_run_with_identical_weights(run_ddpx, tracking_uri, experiment,
                                                                               uninterrupted):
     args = ("recipe", TINY, "--tracking-uri", tracking_uri, "--experiment", experiment, EPOCHS,
@@ -72,7 +71,6 @@ def test_preempted_run_resumes_in_the_same_mlflow_run_with_identical_weights(run
         assert [m.step for m in client.get_metric_history(run.info.run_id, key)] == [1, 2, 3, 4]
 
 
-@pytest.mark.xdist_group("uninterrupted")  # these share one uninterrupted reference run
 def test_torchrun_restarts_a_killed_worker_and_resumes(run_ddpx, tracking_uri, experiment, uninterrupted):
     result = run_ddpx("recipe", TINY, "--launcher", "torchrun", "--max-restarts", "1", "--tracking-uri", tracking_uri,
                       "--experiment", experiment, EPOCHS, plugins=("ddpx_testplug_preempt",),
@@ -85,7 +83,6 @@ def test_torchrun_restarts_a_killed_worker_and_resumes(run_ddpx, tracking_uri, e
     assert [m.step for m in client.get_metric_history(run.info.run_id, "train_loss")] == [1, 2, 3, 4]
 
 
-@pytest.mark.xdist_group("uninterrupted")  # these share one uninterrupted reference run
 def test_resume_from_a_path_and_bad_checkpoints(run_ddpx, tmp_path, uninterrupted):
     first = run_ddpx("recipe", TINY, "--tracking", "none", "train.max_epochs=2", cwd=tmp_path)
     assert first.returncode == 0, first.output

@@ -15,7 +15,6 @@ import pytest
 
 from conftest import run_in_terminal
 
-pytestmark = pytest.mark.xdist_group("runs_store")  # one worker runs this file: one store
 
 BBBP = [  # (held-out ROC-AUC, train.lr, model.d_model); the best is the second
     (0.912345, "0.001", "128"),

@@ -70,7 +70,9 @@ def run_ddpx(tmp_path):
         full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TEST_PLUGINS), full_env.get("PYTHONPATH")]))
         full_env["DDPX_TEST_MARKER"] = marker
         full_env["COLUMNS"] = "200"
-        full_env["DDPX_LOG_MODEL"] = "false"  # a few seconds a run; the tests of the logged model turn it on
+        # each costs a run a second or two; the tests of the logged model and of MLflow's records turn them on
+        full_env["DDPX_LOG_MODEL"] = "false"
+        full_env["DDPX_SYSTEM_METRICS"] = "false"
         if plugins:
             full_env["DDPX_PLUGINS"] = ",".join(plugins)
         full_env.update(env or {})

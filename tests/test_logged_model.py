@@ -93,10 +93,8 @@ def test_the_best_model_is_logged_registered_served_and_predicted_alike(run_ddpx
 
     by_run = run_ddpx("predict", run.info.run_id, str(asked), "--tracking-uri", store)
     assert by_run.returncode == 0, by_run.output
-    by_folder = run_ddpx("predict", str(trained.run_dirs()[0] / "model"), str(asked), "-o", str(tmp_path / "out.csv"))
-    assert by_folder.returncode == 0, by_folder.output
-    served = served_predictions(f"runs:/{run.info.run_id}/model", store, ASKED)
-    for answers in (probabilities_of(by_run.stdout), probabilities_of((tmp_path / "out.csv").read_text()), served):
+    served = served_predictions(f"runs:/{run.info.run_id}/model", store, ASKED)  # (a run folder: test_vision_e2e)
+    for answers in (probabilities_of(by_run.stdout), served):
         assert answers == pytest.approx(expected, abs=1e-6)
 
 
@@ -120,6 +118,7 @@ def test_predict_explains_a_wrong_model_or_input(run_ddpx, tmp_path):
     assert unreadable.returncode == 2 and "cannot read" in unreadable.stderr
     features = tmp_path / "features.csv"
     features.write_text("x0,x1,x2,x3\n0.1,0.2,0.3,0.4\n")
-    answered = run_ddpx("predict", folder, str(features))
-    assert answered.returncode == 0 and answered.stdout.splitlines()[0] == "predicted,probability"
+    answered = run_ddpx("predict", folder, str(features), "--output", str(tmp_path / "answers.csv"))
+    assert answered.returncode == 0 and "1 prediction(s) written to" in answered.stderr
+    assert (tmp_path / "answers.csv").read_text().splitlines()[0] == "predicted,probability"
     assert "Traceback" not in unknown.output + other_task.output + unreadable.output

@@ -116,9 +116,7 @@ def test_download_happens_once_per_machine_from_the_url(run_ddpx, tmp_path):
         again = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", "dataset.download=true", f"dataset.url={url}",
                          "train.max_epochs=0", *SMALL, env={"DDPX_DATA_DIR": str(data_dir)})
         assert again.returncode == 0 and len(requests) == 1, "an existing file is not fetched again"
-        broken = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", "dataset.download=true",
-                          f"dataset.url={base}/nothing.csv", env={"DDPX_DATA_DIR": str(tmp_path / "d2")})
-        assert broken.returncode == 1 and "could not download" in broken.stderr and "Traceback" not in broken.output
+        # a download that fails in the ranks: tests/test_bad_input.py
 
 
 def test_missing_file_and_missing_rdkit_are_errors_before_launch(run_ddpx, tmp_path, molecules):

@@ -33,7 +33,7 @@ def test_a_bad_value_in_any_trial_is_an_error_before_anything_starts(run_ddpx):
 def test_a_failed_trial_is_marked_failed_and_the_sweep_goes_on(run_ddpx, tracking_uri, experiment):
     result = run_ddpx("sweep", TINY, "task=failing_on_rank1,mlp_synthetic", "train.max_epochs=1",
                       "--tracking-uri", tracking_uri, "--experiment", experiment, "--no-system-metrics",
-                      plugins=("ddpx_testplug_failing",))
+                      plugins=("ddpx_testplug_failing",), env={"DDPX_SYSTEM_METRICS": "true"})  # the flag wins
     assert result.returncode == 1, result.output
     assert "1 of 2 trial(s) failed: trial 1 (task=failing_on_rank1)" in result.stderr
     assert "done trial 2" in result.stdout and "Traceback" not in result.stdout

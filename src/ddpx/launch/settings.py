@@ -33,8 +33,9 @@ class LaunchSettings:
                                        envvar="MLFLOW_TRACKING_URI")
     experiment: str | None = _option(None, "MLflow experiment.  [default: the recipe's name; a sweep's trials "
                                      "join their parent there]")
-    system_metrics: bool = _option(True, "Record CPU, memory and GPU use with the run (MLflow system metrics, rank 0).",
-                                   "--system-metrics/--no-system-metrics")
+    system_metrics: bool = _option(True, "Record CPU, memory and GPU use with the run (MLflow system metrics, rank 0; "
+                                   "env DDPX_SYSTEM_METRICS).", "--system-metrics/--no-system-metrics",
+                                   envvar="DDPX_SYSTEM_METRICS")
     runs_dir: str | None = _option(None, "Folder for run folders.  [default: ./ddpx-runs]", "--run-dir")
     timeout_s: float = _option(1800.0, "Seconds a rank waits for the others in a collective before the job fails.",
                                "--timeout")

@@ -11,6 +11,7 @@ gives.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -46,9 +47,12 @@ def log_best_model(folder: Path, run_id: str, register: str | None) -> str:
 
     predict = load_table_predictor(folder)
     example = predict.example
+    with warnings.catch_warnings():  # MLflow's hint about integer columns (a class index) is not the user's to act on
+        warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer column")
+        signature = infer_signature(example, predict(example))
     with mlflow.start_run(run_id=run_id, log_system_metrics=False):
         info = mlflow.pyfunc.log_model(
             name="model", loader_module=__name__, data_path=str(folder), input_example=example,
-            signature=infer_signature(example, predict(example)), registered_model_name=register,
+            signature=signature, registered_model_name=register,
             pip_requirements=[f"ddpx=={__version__}", f"torch=={torch.__version__.split('+')[0]}"])
     return info.model_id

@@ -64,9 +64,24 @@ def recipe_epoch(recipe: str, overrides: list[str], workdir: Path) -> float:
     return json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[0])["epoch_s"]
 
 
+MNIST_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
+
+
+def copy_mnist(source: Path, raw: Path) -> None:
+    """The four MNIST files, uncompressed, where torchvision reads them (a downloaded data folder
+    holds them plain; a mirror's copy, gzip-compressed)."""
+    raw.mkdir(parents=True)
+    for name in MNIST_FILES:
+        plain, packed = source / name, source / f"{name}.gz"
+        if not plain.is_file() and not packed.is_file():
+            raise SystemExit(f"--mnist {source}: {name} is missing (plain or .gz)")
+        with (open(plain, "rb") if plain.is_file() else gzip.open(packed)) as src, open(raw / name, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mnist", type=Path, help="folder with the MNIST *-ubyte.gz files")
+    parser.add_argument("--mnist", type=Path, help="folder with the four MNIST *-ubyte files (plain or .gz)")
     parser.add_argument("--cifar-images", type=int, default=10000, help="training images per generated CIFAR copy")
     parser.add_argument("--workers", type=int, default=2, help="DataLoader workers for the torchvision path")
     parser.add_argument("--batch", type=int, default=256)
@@ -86,11 +101,7 @@ def main() -> None:
         tmp = Path(tmp)
         rows = []
         if args.mnist:
-            raw = tmp / "mnist" / "MNIST" / "raw"
-            raw.mkdir(parents=True)
-            for gz in args.mnist.glob("*.gz"):
-                with gzip.open(gz) as src, open(raw / gz.stem, "wb") as dst:
-                    shutil.copyfileobj(src, dst)
+            copy_mnist(args.mnist, tmp / "mnist" / "MNIST" / "raw")
             for loader in ("fast", "torchvision"):
                 rows.append(("mnist_convnet (real MNIST, 54 000 training images)", loader,
                              recipe_epoch("mnist_convnet", [f"dataset.root={tmp / 'mnist'}", f"dataset.loader={loader}",

@@ -1,27 +1,66 @@
-"""The ``spawn`` launcher: ``torch.multiprocessing`` starts one worker process per local rank.
+"""The ``spawn`` launcher: one fresh Python process per local rank, started with the standard
+library's ``spawn`` method, so the launching ``ddpx`` process never imports torch.
 
-The rendezvous store is created here, in the launching process, on the port the OS hands out
-(or ``--master-port``), and kept open while the ranks run; the ranks join it as clients. So a
-free port is never "found, closed and hoped for": the port is held from the moment it is
-chosen. Across machines run the same command on each node with ``--nnodes``, ``--node-rank``,
-``--master-addr`` and ``--master-port`` (node 0 hosts the store).
+On one node with no ``--master-port``, local rank 0 hosts the rendezvous store on the port the
+OS hands it and passes that port to its peers through a queue the launcher shares with them: a
+free port is never "found, closed and hoped for", it is held from the moment it is chosen. With
+``--master-port`` (and across machines: the same command on each node with ``--nnodes``,
+``--node-rank``, ``--master-addr`` and ``--master-port``) global rank 0 hosts it on that port.
+Either way every rank, rank 0 included, joins the store as a client.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import multiprocessing.connection
 import os
+import signal
+import time
 from datetime import timedelta
 
 from ddpx.api import Job, LaunchOutcome, LauncherSpec, UserError, hookimpl, run_rank, threads_per_rank
 
 STORE_TIMEOUT = timedelta(minutes=30)
+STOP_GRACE_S = 15.0
+PR_SET_PDEATHSIG = 1
 
 
-def _rank_entry(local_rank: int, job_file: str, env: dict[str, str], node_rank: int, nproc: int) -> None:
+def _host_store(master_addr: str, port: int):
+    """Rank 0's store; the object must live as long as the rank does."""
+    from torch.distributed import TCPStore
+
+    return TCPStore(master_addr, port, is_master=True, wait_for_workers=False, timeout=STORE_TIMEOUT)
+
+
+def _stop_with_parent() -> None:
+    """Linux: this rank gets SIGINT (a recorded, clean stop) if the ``ddpx`` process dies first."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGINT)
+    except (OSError, AttributeError):
+        pass  # not Linux: the rendezvous timeout ends an orphaned rank
+
+
+def _rank_entry(local_rank: int, job_file: str, env: dict[str, str], node_rank: int, nproc: int, ports) -> None:
+    _stop_with_parent()
     os.environ.update(env)
     os.environ["LOCAL_RANK"] = str(local_rank)
     os.environ["RANK"] = str(node_rank * nproc + local_rank)
-    run_rank(job_file)
+    import torch.distributed  # noqa: F401 - every rank imports torch at once, not after rank 0 has
+
+    store = None
+    if os.environ["RANK"] == "0":
+        store = _host_store(env["MASTER_ADDR"], int(env.get("MASTER_PORT", "0")))
+        for _ in range(nproc - 1 if ports is not None else 0):
+            ports.put(store.port)
+        os.environ["MASTER_PORT"] = str(store.port)
+    elif ports is not None:
+        os.environ["MASTER_PORT"] = str(ports.get())
+    try:
+        run_rank(job_file)
+    finally:
+        del store
 
 
 def check(job: Job) -> None:
@@ -37,67 +76,56 @@ def launch(job: Job) -> LaunchOutcome:
 
 
 def start_and_join(job: Job) -> int:
-    """Start this node's ranks, hold the rendezvous store (node 0) while they run, and return the
-    job's exit status."""
-    import logging
-
-    import torch.multiprocessing as mp
-    from torch.distributed import TCPStore
-
-    # the failing rank's own error is reported; torch's note about stopping the others is noise
-    logging.getLogger("torch.multiprocessing.spawn").setLevel(logging.ERROR)
+    """Start this node's ranks and return the job's exit status: 0, the first failing rank's
+    status, or 130 after Ctrl-C."""
     settings = job.launch
-    store = None
-    port = settings.master_port
-    if settings.node_rank == 0:
-        try:
-            store = TCPStore(settings.master_addr, port or 0, is_master=True, wait_for_workers=False, timeout=STORE_TIMEOUT)
-        except RuntimeError as exc:
-            raise UserError(
-                f"cannot open the rendezvous port {settings.master_addr}:{port}: {exc}. Choose another --master-port, "
-                "or leave it out to let ddpx pick a free one."
-            ) from None
-        port = store.port
+    context = multiprocessing.get_context("spawn")
+    ports = context.SimpleQueue() if settings.master_port is None else None
     env = {
         "MASTER_ADDR": settings.master_addr,
-        "MASTER_PORT": str(port),
         "WORLD_SIZE": str(job.world_size),
         "LOCAL_WORLD_SIZE": str(settings.nproc),
         "GROUP_RANK": str(settings.node_rank),
-        # every rank is a client of the store held above (or by node 0)
+        # every rank, rank 0 too, is a client of the store rank 0 hosts
         "TORCHELASTIC_USE_AGENT_STORE": "True",
     }
+    if settings.master_port is not None:
+        env["MASTER_PORT"] = str(settings.master_port)
     with threads_per_rank(settings.nproc):
-        context = mp.start_processes(
-            _rank_entry,
-            args=(str(job.run_dir.job_file), env, settings.node_rank, settings.nproc),
-            nprocs=settings.nproc,
-            join=False,
-            start_method="spawn",
-        )
+        processes = [
+            context.Process(target=_rank_entry, name=f"ddpx-rank-{local_rank}", daemon=False,
+                            args=(local_rank, str(job.run_dir.job_file), env, settings.node_rank, settings.nproc, ports))
+            for local_rank in range(settings.nproc)
+        ]
+        for process in processes:
+            process.start()
     try:
-        while not context.join(timeout=1):
-            pass
-    except mp.ProcessExitedException as exc:
-        return exc.exit_code if exc.exit_code and exc.exit_code > 0 else 1
-    except mp.ProcessRaisedException:
-        return 1
+        return join_ranks(processes)
     except KeyboardInterrupt:
-        stop_ranks(context.processes)
+        stop_ranks(processes, signal.SIGINT)  # rank 0 marks its run KILLED
         return 130
-    finally:
-        del store
+
+
+def join_ranks(processes) -> int:
+    """Wait for every rank; when one fails, stop the others (as torch's launchers do) and return
+    its status (1 for a rank killed by a signal)."""
+    running = list(processes)
+    while running:
+        multiprocessing.connection.wait([process.sentinel for process in running], timeout=1)
+        for process in [p for p in running if p.exitcode is not None]:
+            running.remove(process)
+            if process.exitcode != 0:
+                stop_ranks(running, signal.SIGTERM)
+                return process.exitcode if process.exitcode > 0 else 1
     return 0
 
 
-def stop_ranks(processes, grace_s: float = 15.0) -> None:
-    """Ctrl-C: pass SIGINT to every rank (rank 0 marks its run KILLED), then kill what is left."""
-    import signal
-    import time
-
+def stop_ranks(processes, signum: int, grace_s: float = STOP_GRACE_S) -> None:
+    """Send ``signum`` to every live rank, give them ``grace_s`` to record their stop, then kill
+    what is left."""
     for process in processes:
         if process.is_alive():
-            os.kill(process.pid, signal.SIGINT)
+            os.kill(process.pid, signum)
     deadline = time.monotonic() + grace_s
     for process in processes:
         process.join(max(0.0, deadline - time.monotonic()))
@@ -109,4 +137,4 @@ def stop_ranks(processes, grace_s: float = 15.0) -> None:
 
 @hookimpl
 def register_launchers(register):
-    register(LauncherSpec("spawn", "torch.multiprocessing processes on this machine (the default)", launch, check))
+    register(LauncherSpec("spawn", "one process per rank on this machine (the default)", launch, check))

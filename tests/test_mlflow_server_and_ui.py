@@ -172,7 +172,9 @@ def test_ddpx_runs_lists_the_server_runs(tracked, server):
     table = subprocess.run([sys.executable, "-m", "ddpx", "runs", "--tracking-uri", server, "--experiment", "ui"],
                            env=tracked["env"], capture_output=True, text=True, timeout=120)
     assert table.returncode == 0 and "train.lr" in table.stdout and "heldout_accuracy" in table.stdout
-    assert f"{server}/#/experiments/{tracked['experiment_id']}/runs" in table.stdout
+    # the experiment's link: the same saved view, best first, as the one printed after a run
+    view_link = tracked["single_output"].split("Every run of ui, best first: ")[1].split()[0]
+    assert view_link.startswith(f"{server}/#/experiments/{tracked['experiment_id']}/runs?") and view_link in table.stdout
 
 
 @pytest.fixture(scope="module")
@@ -206,17 +208,35 @@ def _screenshot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / name))
 
 
+# The runs list is a grid whose cells carry their column's id; read it row by row, top to bottom.
+GRID_ROWS_JS = """() => {
+  const rows = {};
+  for (const cell of document.querySelectorAll('[role=gridcell][col-id]')) {
+    const index = cell.closest('[role=row]').getAttribute('row-index');
+    (rows[index] = rows[index] || {})[cell.getAttribute('col-id')] = cell.innerText.trim();
+  }
+  return Object.keys(rows).sort((a, b) => a - b).map(key => rows[key]);
+}"""
+
+
 @pytest.mark.slow
-def test_ui_runs_page_shows_the_sweep_and_its_trials(tracked, server, browser):
+def test_the_experiment_link_lists_every_run_best_first_with_the_metric_and_the_swept_param(tracked, browser):
+    link = tracked["single_output"].split("Every run of ui, best first: ")[1].split()[0]
+    assert "workflowType=machine_learning" in link and "viewStateShareKey=" in link
     page = browser.new_page(viewport={"width": 1600, "height": 1000})
-    page.goto(f"{server}/#/experiments/{tracked['experiment_id']}/runs")
-    parent_name = tracked["parent"].info.run_name
-    parent_row = page.locator("[role=row]", has_text=parent_name)
-    parent_row.first.wait_for(timeout=60_000)
-    # MLflow folds a parent's child runs under it: unfold them
-    parent_row.first.locator("button[data-component-id*=runnamecellrenderer]").click()
-    for trial in tracked["trials"]:
-        page.get_by_text(trial.info.run_name, exact=True).first.wait_for(timeout=30_000)
+    page.goto(link)
+    metric, lr = "metrics.`heldout_accuracy`", "params.`train.lr`"
+    page.locator(f'[role=gridcell][col-id="{metric}"]').first.wait_for(timeout=60_000)
+    page.get_by_text(tracked["parent"].info.run_name).first.wait_for(timeout=30_000)
+    # without a click more: the held-out metric and the swept param are columns, every run best first
+    for key, title in ((metric, "heldout_accuracy"), (lr, "train.lr")):
+        assert page.locator(f'[role=columnheader][col-id="{key}"]').first.inner_text().strip() == title
+    shown = [(row[metric], row[lr]) for row in page.evaluate(GRID_ROWS_JS) if row.get(metric, "-") != "-"]
+    scored = sorted((r for r in tracked["runs"] if "heldout_accuracy" in r.data.metrics),
+                    key=lambda r: -r.data.metrics["heldout_accuracy"])
+    assert len(scored) == 3 and [float(value) for value, _ in shown] == [r.data.metrics["heldout_accuracy"] for r in scored]
+    assert [param for _, param in shown] == [r.data.params["train.lr"] for r in scored]
+    assert page.get_by_text("Judges", exact=True).count() == 0  # the model-training view, not GenAI's
     _screenshot(page, "mlflow-runs-page.png")
     page.close()
 
@@ -226,7 +246,8 @@ def test_ui_compare_page_shows_differing_params_and_heldout_metric(tracked, serv
     trials = tracked["trials"]
     runs = json.dumps([t.info.run_id for t in trials], separators=(",", ":"))
     page = browser.new_page(viewport={"width": 1600, "height": 2400})
-    page.goto(f"{server}/#/compare-runs?runs={runs}&experiments={json.dumps([tracked['experiment_id']])}")
+    page.goto(f"{server}/#/compare-runs?runs={runs}&experiments={json.dumps([tracked['experiment_id']])}"
+              "&workflowType=machine_learning")  # as `ddpx runs` prints it
     page.get_by_text("Comparing 2 Runs").wait_for(timeout=60_000)
     params_row = page.locator("tr").filter(has=page.get_by_text("train.lr", exact=True)).last
     params_row.wait_for(timeout=30_000)

@@ -45,6 +45,8 @@ class MlflowTracker:
         self.experiment_id: str | None = None
         self.model_id: str | None = None  # the logged model, once the best model is logged
         self.system_metrics = job.launch.system_metrics
+        self.metric: str | None = None  # the held-out metric that judges the run (the ddpx.metric tag)
+        self.higher_is_better = True
         self._client: Any = None
         self._monitor: Any = None
 
@@ -59,6 +61,7 @@ class MlflowTracker:
         from ddpx.plugins.trackers.mlflow.store import bound_http_retries, check_server, is_http, resolve_uri
 
         logging.getLogger("mlflow").setLevel(logging.WARNING)  # no schema-migration chatter
+        self.metric, self.higher_is_better = tags.get("ddpx.metric"), tags.get("ddpx.metric_direction") != "min"
         self.uri = resolve_uri(self.uri)
         if is_http(self.uri):
             bound_http_retries()
@@ -147,13 +150,23 @@ class MlflowTracker:
         if error:
             self._client.set_tag(self.run_id, "ddpx.error", error[:5000])
         self._client.set_terminated(self.run_id, status=status)
+        if status == "FINISHED" and self.metric:
+            from ddpx.plugins.trackers.mlflow.views import refresh_view
+
+            refresh_view(self._client, self.experiment_id, self.metric, self.higher_is_better)
 
     def describe(self) -> str:
-        """Where to see the run: its page in the UI's model-training view (``ui_link``)."""
+        """Where to see the run: its page in the UI's model-training view (``ui_link``), and the
+        experiment's runs list in ddpx's saved view (best first)."""
+        from ddpx.plugins.trackers.mlflow.views import VIEW_ID
+
         page = ui_link(f"experiments/{self.experiment_id}/runs/{self.run_id}")
+        runs = ui_link(f"experiments/{self.experiment_id}/runs", viewStateShareKey=VIEW_ID)
         if self.uri and self.uri.startswith(("http://", "https://")):
-            return f"The run in MLflow: open {self.uri.rstrip('/')}/{page}"
-        return f"The run in MLflow: `mlflow ui --backend-store-uri {self.uri}`, then open http://127.0.0.1:5000/{page}"
+            base, how = self.uri.rstrip("/"), "The run in MLflow: open"
+        else:
+            base, how = "http://127.0.0.1:5000", f"The run in MLflow: `mlflow ui --backend-store-uri {self.uri}`, then open"
+        return f"{how} {base}/{page}\nEvery run of {self.experiment}, best first: {base}/{runs}"
 
 
 @hookimpl

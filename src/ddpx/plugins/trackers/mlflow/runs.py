@@ -73,10 +73,13 @@ class RunListing:
         return "" if is_http(self.uri) else f"mlflow ui --backend-store-uri {self.uri}"
 
     def experiment_urls(self) -> list[str]:
-        """Each listed recipe's experiment in the UI's model-training view, best run first."""
-        found = {(group.rows[0].experiment_id, group.metric) for group in self.groups}
-        return [f"{self.ui_base()}/" + ui_link(f"experiments/{experiment_id}/runs", orderByKey=f"metrics.`{metric}`",
-                                               orderByAsc="false") for experiment_id, metric in sorted(found)]
+        """Each listed recipe's experiment in the UI's model-training view, in ddpx's saved view:
+        the held-out metric and the varying params as columns, best run first."""
+        from ddpx.plugins.trackers.mlflow.views import VIEW_ID
+
+        found = sorted({group.rows[0].experiment_id for group in self.groups})
+        return [f"{self.ui_base()}/" + ui_link(f"experiments/{experiment_id}/runs", viewStateShareKey=VIEW_ID)
+                for experiment_id in found]
 
     def compare_url(self) -> str:
         """MLflow's compare page for every listed run."""

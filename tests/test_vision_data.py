@@ -91,13 +91,45 @@ def test_mnist_idx_files_load_through_torchvision(tmp_path, loader):
     assert image.shape == (1, 28, 28) and image.dtype == torch.float32
 
 
-def test_cifar_pickles_load_through_torchvision_and_checksums_are_kept_by_default(tmp_path):
+def test_cifar_pickles_load_as_torchvision_reads_them_and_checksums_are_kept_by_default(tmp_path):
+    from torchvision.datasets import CIFAR10
+
+    from ddpx.plugins.vision.cifar_files import TRAIN_BATCHES, read_split
+
     write_cifar10(tmp_path, n_per_batch=40, n_test=60)
     data = build_cifar10(request(tmp_path, CIFAR_PARAMS, verify=False))
     assert (len(data.train) + len(data.dev), len(data.heldout)) == (200, 60)
     assert data.info["classes"][0] == "airplane"
-    with pytest.raises(UserError, match="failed torchvision's check.*dataset.verify=false"):
+    images, labels = read_split(tmp_path / "cifar-10-batches-py", TRAIN_BATCHES)
+
+    class Unchecked(CIFAR10):  # torchvision's own reader, for the same pixels and labels
+        def _check_integrity(self):
+            return True
+
+        def _load_meta(self):
+            self.classes = []
+
+    reference = Unchecked(str(tmp_path), train=True)
+    assert np.array_equal(images.transpose(0, 2, 3, 1), reference.data) and labels.tolist() == reference.targets
+    with pytest.raises(UserError, match="failed the check against the published MD5 sums.*dataset.verify=false"):
         build_cifar10(request(tmp_path, CIFAR_PARAMS))  # tiny files do not match the real MD5 sums
+
+
+def test_a_crafted_cifar_batch_cannot_run_code_even_with_verify_off(tmp_path):
+    import pickle
+
+    write_cifar10(tmp_path, n_per_batch=20, n_test=20)
+    marker = tmp_path / "code-ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (Path.touch, (marker,))
+
+    with open(tmp_path / "cifar-10-batches-py" / "data_batch_3", "wb") as fh:
+        pickle.dump({"data": Payload(), "labels": [0]}, fh)
+    with pytest.raises(UserError, match=r"data_batch_3 is not a CIFAR-10 batch \(it names pathlib.*touch"):
+        build_cifar10(request(tmp_path, CIFAR_PARAMS, verify=False))
+    assert not marker.exists()
 
 
 def test_missing_data_names_the_command_that_fixes_it(tmp_path):

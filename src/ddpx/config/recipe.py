@@ -15,6 +15,7 @@ from ddpx.config.recipe_files import find_recipe, read_recipe_file, to_toml
 from ddpx.config.train_params import META_PARAMS, TRAIN_PARAMS
 from ddpx.config.values import coerce, flatten, parse_override, unflatten, unknown_key_error
 from ddpx.contract.errors import UserError
+from ddpx.contract.names import check_path_name
 from ddpx.contract.records import Param
 from ddpx.contract.specs import ModelSpec, TaskSpec
 
@@ -80,6 +81,7 @@ def resolve_recipe(registry: "Registry", name_or_path: str, overrides: Iterable[
         values[key] = coerce(key, text, schema[key], from_text=True)
 
     _check_components(registry, values, schema)
+    check_path_name(values["name"], "name")
     return Recipe(name=values["name"], source=str(path), config=unflatten(values), task=task, model=model,
                   requested=name_or_path)
 

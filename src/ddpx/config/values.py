@@ -8,6 +8,7 @@ error before anything starts.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 from ddpx.contract.errors import UserError, did_you_mean
@@ -104,7 +105,35 @@ def _example(default: Any) -> str:
     return str(default) if default != "" else "VALUE"
 
 
+MAX_TEXT = 4096
+INT64 = 2**63
+
+
+def _check_general(key: str, value: Any) -> None:
+    """The rules every key gets, whatever its Param declares."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UserError(f"'{key}' must be a finite number, not {value!r}.")
+    if isinstance(value, str):
+        if len(value) > MAX_TEXT:
+            raise UserError(f"'{key}' is {len(value)} characters long; at most {MAX_TEXT} are allowed.")
+        bad = next((c for c in value if ord(c) < 32 or ord(c) == 127), None)
+        if bad is not None:
+            raise UserError(f"'{key}' contains the control character {bad!r}; remove it.")
+
+
+def _check_url(key: str, value: str, schemes: tuple[str, ...]) -> None:
+    from urllib.parse import urlsplit
+
+    if value and (urlsplit(value).scheme.lower() not in schemes or not urlsplit(value).netloc):
+        allowed = " or ".join(f"{s}://" for s in schemes)
+        raise UserError(f"'{key}' must be a {allowed} address, not {value!r}. To use a file you already have, "
+                        "point the dataset's path key at it instead.")
+
+
 def _check_limits(key: str, value: Any, param: Param) -> None:
+    _check_general(key, value)
+    if param.schemes is not None and isinstance(value, str):
+        _check_url(key, value, param.schemes)
     if param.choices is not None and value not in param.choices:
         options = ", ".join(str(c) for c in param.choices)
         raise UserError(f"'{key}' must be one of {options}, not {value!r}.{did_you_mean(str(value), map(str, param.choices))}")
@@ -112,6 +141,12 @@ def _check_limits(key: str, value: Any, param: Param) -> None:
         raise UserError(f"'{key}' must be at least {param.minimum}, not {value!r}.")
     if param.above is not None and value <= param.above:
         raise UserError(f"'{key}' must be greater than {param.above}, not {value!r}.")
+    if param.maximum is not None and value > param.maximum:
+        raise UserError(f"'{key}' must be at most {param.maximum}, not {value!r}.")
+    if param.below is not None and value >= param.below:
+        raise UserError(f"'{key}' must be less than {param.below}, not {value!r}.")
+    if isinstance(value, int) and not isinstance(value, bool) and not -INT64 <= value < INT64:
+        raise UserError(f"'{key}' is out of range: {value} does not fit in 64 bits.")
 
 
 def unknown_key_error(key: str, schema: Mapping[str, Param], where: str) -> UserError:

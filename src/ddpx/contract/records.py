@@ -22,8 +22,13 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 class Param:
     """One configurable recipe key: its default (which fixes its type) and its limits.
 
-    ``minimum`` is inclusive and ``above`` exclusive; ``choices`` lists the allowed values;
-    ``registry`` names the kind of registered component the value must name (``"optimizers"``).
+    ``minimum`` and ``maximum`` are inclusive, ``above`` and ``below`` exclusive (a fraction:
+    ``above=0, below=1``); ``choices`` lists the allowed values; ``registry`` names the kind of
+    registered component the value must name (``"optimizers"``); ``schemes`` are the URL schemes
+    a text value may use (``("http", "https")``; empty text is always allowed).
+
+    Every key also gets the general rules whatever it declares: a number is finite, an integer
+    fits in 64 bits, text holds no control characters and is at most 4096 characters long.
     """
 
     default: Any
@@ -32,6 +37,9 @@ class Param:
     minimum: float | None = None
     above: float | None = None
     registry: str | None = None
+    maximum: float | None = None
+    below: float | None = None
+    schemes: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

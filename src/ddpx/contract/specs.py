@@ -230,11 +230,16 @@ class Tracker(Protocol):
 
 @dataclass(frozen=True)
 class TrackerSpec:
-    """A tracker: ``create(job)`` returns a :class:`Tracker` (called on rank 0 only)."""
+    """A tracker: ``create(job)`` returns a :class:`Tracker` (called on rank 0 only).
+
+    ``check(job)``, when given, runs in the launching process before anything starts: raise
+    :class:`UserError` for a store that cannot record the run (exit 2, nothing started).
+    """
 
     name: str
     description: str
     create: Callable[["Job"], Tracker]
+    check: Callable[["Job"], None] | None = None
 
 
 @dataclass(frozen=True)

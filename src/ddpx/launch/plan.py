@@ -22,7 +22,7 @@ from ddpx.plugin_host.registry import Registry
 def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Job:
     """Check the settings against the plugins and this machine and return the job; nothing is started."""
     launcher = registry.get("launchers", settings.launcher, key="--launcher")
-    registry.get("trackers", settings.tracking, key="--tracking")
+    tracker = registry.get("trackers", settings.tracking, key="--tracking")
     check_rank_layout(settings)
     resume_from = check_checkpoints(recipe, settings.resume)
     resolved = resolve_for_this_machine(registry, recipe, settings, launcher)
@@ -35,6 +35,8 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
         wrapper.check(job)
     if recipe.task.check is not None:
         call_task_check(recipe.task.check, recipe.config["dataset"], job.world_size)
+    if tracker.check is not None:
+        tracker.check(job)
     if settings.master_port is not None and settings.node_rank == 0 and not submits(launcher):
         check_port_free(settings.master_addr, settings.master_port)
     return job
@@ -50,8 +52,8 @@ def check_rank_layout(settings: LaunchSettings) -> None:
                         f"not {settings.node_rank}.")
     if settings.max_restarts < 0:
         raise UserError(f"--max-restarts must be 0 or more, not {settings.max_restarts}.")
-    if settings.timeout_s <= 0:
-        raise UserError(f"--timeout must be a positive number of seconds, not {settings.timeout_s}.")
+    if not 0 < settings.timeout_s < float("inf"):  # NaN fails both comparisons
+        raise UserError(f"--timeout must be a positive, finite number of seconds, not {settings.timeout_s}.")
 
 
 def check_checkpoints(recipe: Recipe, resume: str | None) -> str | None:

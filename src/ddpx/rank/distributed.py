@@ -75,6 +75,31 @@ def rendezvous_store(env: RankEnv, timeout: timedelta) -> dist.Store:
     return dist.PrefixStore(f"ddpx/attempt_{attempt}/", store)
 
 
+def loopback_interface() -> str | None:
+    """The loopback interface's name (``lo`` on Linux), if this machine has one."""
+    import socket
+
+    try:
+        return next((name for _, name in socket.if_nameindex() if name.startswith("lo")), None)
+    except OSError:
+        return None
+
+
+def keep_gloo_on_loopback(env: RankEnv) -> None:
+    """A one-node job whose rendezvous is on loopback: gloo's sockets listen on loopback too,
+    not on the interface the host name resolves to (unless ``GLOO_SOCKET_IFNAME`` says otherwise)."""
+    import ipaddress
+
+    one_node = os.environ.get("LOCAL_WORLD_SIZE") == str(env.world_size)
+    try:
+        loopback = env.master_addr == "localhost" or ipaddress.ip_address(env.master_addr).is_loopback
+    except ValueError:
+        loopback = False
+    interface = loopback_interface()
+    if one_node and loopback and interface and "GLOO_SOCKET_IFNAME" not in os.environ:
+        os.environ["GLOO_SOCKET_IFNAME"] = interface
+
+
 @contextmanager
 def process_group(backend: str, env: RankEnv, device: torch.device, timeout_s: float = 1800) -> Iterator[None]:
     """Join the process group from the environment; leave it on every exit path."""
@@ -82,6 +107,8 @@ def process_group(backend: str, env: RankEnv, device: torch.device, timeout_s: f
     if device.type == "cuda":
         kwargs["device_id"] = device
     timeout = timedelta(seconds=timeout_s)
+    if backend == "gloo":
+        keep_gloo_on_loopback(env)
     dist.init_process_group(
         backend=backend,
         store=rendezvous_store(env, timeout),

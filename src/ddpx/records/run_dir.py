@@ -22,6 +22,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ddpx.contract.errors import UserError
+from ddpx.contract.names import check_path_name
+
 DEFAULT_ROOT = "ddpx-runs"
 
 
@@ -36,8 +39,12 @@ class RunDir:
         """A new, unique run folder under ``base`` (default ``./ddpx-runs``)."""
         parent = Path(base) if base else Path(DEFAULT_ROOT)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        path = parent / f"{recipe_name}-{stamp}-{secrets.token_hex(2)}"
-        path.mkdir(parents=True, exist_ok=False)
+        path = parent / f"{check_path_name(recipe_name, 'name')}-{stamp}-{secrets.token_hex(2)}"
+        try:
+            path.mkdir(parents=True, exist_ok=False)
+        except OSError as exc:
+            raise UserError(f"cannot create the run folder {path}: {exc.strerror or exc}. Choose a folder you can "
+                            "write to with --run-dir DIR (the default is ./ddpx-runs).") from None
         return cls(path.resolve())
 
     @property

@@ -25,11 +25,21 @@ STOP_GRACE_S = 15.0
 PR_SET_PDEATHSIG = 1
 
 
-def _host_store(master_addr: str, port: int):
-    """Rank 0's store; the object must live as long as the rank does."""
+def _host_store(master_addr: str, port: int, one_node: bool):
+    """Rank 0's store; the object must live as long as the rank does. On one node it listens on
+    ``master_addr`` only (127.0.0.1 by default), not on every interface as TCPStore does when it
+    binds by itself: the socket is bound here and handed over."""
+    import socket
+
     from torch.distributed import TCPStore
 
-    return TCPStore(master_addr, port, is_master=True, wait_for_workers=False, timeout=STORE_TIMEOUT)
+    if not one_node:
+        return TCPStore(master_addr, port, is_master=True, wait_for_workers=False, timeout=STORE_TIMEOUT)
+    listener = socket.socket(socket.AF_INET6 if ":" in master_addr else socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind((master_addr, port))
+    store = TCPStore(master_addr, listener.getsockname()[1], is_master=True, wait_for_workers=False,
+                     timeout=STORE_TIMEOUT, master_listen_fd=listener.detach())
+    return store
 
 
 def _stop_with_parent() -> None:
@@ -51,7 +61,7 @@ def _rank_entry(local_rank: int, job_file: str, env: dict[str, str], node_rank: 
 
     store = None
     if os.environ["RANK"] == "0":
-        store = _host_store(env["MASTER_ADDR"], int(env.get("MASTER_PORT", "0")))
+        store = _host_store(env["MASTER_ADDR"], int(env.get("MASTER_PORT", "0")), env["WORLD_SIZE"] == str(nproc))
         for _ in range(nproc - 1 if ports is not None else 0):
             ports.put(store.port)
         os.environ["MASTER_PORT"] = str(store.port)

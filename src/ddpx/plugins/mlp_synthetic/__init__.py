@@ -21,7 +21,7 @@ DATASET_PARAMS = {
     "dim_in": Param(1024, "input features", minimum=1),
     "n_classes": Param(32, "classes", minimum=2),
     "class_sep": Param(0.4, "spread of the class centres (per-feature std); larger is easier", above=0),
-    "label_noise": Param(0.03, "fraction of labels replaced by a random class", minimum=0),
+    "label_noise": Param(0.03, "fraction of labels replaced by a random class", minimum=0, maximum=1),
 }
 
 MODEL_PARAMS = {

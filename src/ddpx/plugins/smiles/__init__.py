@@ -23,11 +23,11 @@ def smiles_params(*, smiles_column: str, label_column: str, url: str) -> dict[st
         "label_column": Param(label_column, "column holding the 0/1 labels"),
         "strict": Param(False, "refuse a file with bad rows instead of skipping them"),
         "download": Param(False, "download dataset.url when the file is missing (one process per machine)"),
-        "url": Param(url, "where dataset.download fetches the file from"),
+        "url": Param(url, "where dataset.download fetches the file from", schemes=("http", "https")),
         "split": Param("random", "random (stratified) or scaffold (Bemis-Murcko, needs RDKit)", choices=("random", "scaffold")),
         "canonicalize": Param(False, "validate and canonicalise SMILES with RDKit (needs RDKit)"),
-        "heldout_fraction": Param(0.1, "fraction of molecules held out", above=0),
-        "dev_fraction": Param(0.2, "fraction of the rest used for model selection", above=0),
+        "heldout_fraction": Param(0.1, "fraction of molecules held out", above=0, below=1),
+        "dev_fraction": Param(0.2, "fraction of the rest used for model selection", above=0, below=1),
     }
 
 
@@ -79,7 +79,7 @@ MODEL_PARAMS = {
     "d_model": Param(128, "recurrent hidden width", minimum=1),
     "num_layers": Param(3, "recurrent layers", minimum=1),
     "bidirectional": Param(True, "read the SMILES in both directions"),
-    "dropout": Param(0.2, "dropout between layers and before the head", minimum=0),
+    "dropout": Param(0.2, "dropout between layers and before the head", minimum=0, below=1),
     "cell": Param("lstm", "recurrent cell", choices=("lstm", "gru")),
 }
 

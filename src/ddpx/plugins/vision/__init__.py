@@ -19,13 +19,15 @@ def _common_params() -> dict[str, Param]:
         "loader": Param("auto", "fast (uint8 tensor on the device, batched augmentation), torchvision "
                         "(per-sample transforms in a DataLoader), or auto (fast when it fits)",
                         choices=("auto", "fast", "torchvision")),
-        "dev_fraction": Param(0.1, "stratified share of the official training set used for model selection", above=0),
+        "dev_fraction": Param(0.1, "stratified share of the official training set used for model selection", above=0,
+                              below=1),
     }
 
 
 MNIST_PARAMS = {
     **_common_params(),
-    "mirror": Param("", "base URL of an MNIST mirror for dataset.download (default: torchvision's mirrors)"),
+    "mirror": Param("", "base URL of an MNIST mirror for dataset.download (default: torchvision's mirrors)",
+                    schemes=("http", "https")),
 }
 CIFAR_PARAMS = {
     **_common_params(),

@@ -1,4 +1,4 @@
-"""Reading MNIST and CIFAR-10 with torchvision's own loaders, safely across ranks.
+"""Reading MNIST (torchvision's loader) and CIFAR-10 (a pickle reader that runs no code), safely across ranks.
 
 ``dataset.download=true`` downloads through torchvision on local rank 0 only while the other
 ranks wait at a barrier, so no two processes ever write the same files. Missing data without
@@ -75,26 +75,13 @@ def load_mnist(request) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.
     return splits[0], splits[1]
 
 
-def cifar10_class(verify: bool):
-    """torchvision's CIFAR10; with ``verify=False`` its per-file MD5 check is replaced by an
-    existence check (for re-packed or subset copies in the same pickled format)."""
+def cifar_integrity_failures(folder: Path) -> list[str]:
+    """The CIFAR-10 files whose MD5 differs from the published one (torchvision's list)."""
     from torchvision.datasets import CIFAR10
+    from torchvision.datasets.utils import check_integrity
 
-    if verify:
-        return CIFAR10
-
-    class UnverifiedCIFAR10(CIFAR10):
-        def _check_integrity(self) -> bool:
-            return not cifar_missing(Path(self.root))
-
-        def _load_meta(self) -> None:
-            import pickle
-
-            with open(Path(self.root) / self.base_folder / self.meta["filename"], "rb") as fh:
-                self.classes = pickle.load(fh, encoding="latin1")[self.meta["key"]]
-            self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
-
-    return UnverifiedCIFAR10
+    published = [*CIFAR10.train_list, *CIFAR10.test_list, [CIFAR10.meta["filename"], CIFAR10.meta["md5"]]]
+    return [name for name, md5 in published if not check_integrity(str(folder / name), md5)]
 
 
 def load_cifar10(request):
@@ -110,16 +97,18 @@ def load_cifar10(request):
     missing = cifar_missing(root)
     if missing:
         raise missing_data_error("cifar10_resnet18", "CIFAR-10", root, missing, "cifar-10-batches-py")
-    cls = cifar10_class(request.params["verify"])
+    from ddpx.plugins.vision.cifar_files import TEST_BATCH, TRAIN_BATCHES, read_classes, read_split
+
+    folder = root / "cifar-10-batches-py"
+    failed = cifar_integrity_failures(folder) if request.params["verify"] else []
+    if failed:
+        raise UserError(
+            f"CIFAR-10 in {root} failed the check against the published MD5 sums ({', '.join(failed)}). Download it "
+            "again with `ddpx recipe cifar10_resnet18 dataset.download=true`, or set dataset.verify=false for a "
+            "re-packed copy."
+        )
     splits = []
-    for train in (True, False):
-        try:
-            ds = cls(str(root), train=train, download=False)
-        except RuntimeError as exc:
-            raise UserError(
-                f"CIFAR-10 in {root} failed torchvision's check ({exc}). Download it again with "
-                "`ddpx recipe cifar10_resnet18 dataset.download=true`, or set dataset.verify=false for a re-packed copy."
-            ) from None
-        images = torch.from_numpy(ds.data).permute(0, 3, 1, 2).contiguous()
-        splits.append((images, torch.tensor(ds.targets, dtype=torch.long)))
-    return splits[0], splits[1], list(ds.classes)
+    for names in (TRAIN_BATCHES, (TEST_BATCH,)):
+        images, labels = read_split(folder, names)
+        splits.append((torch.from_numpy(images), torch.from_numpy(labels)))
+    return splits[0], splits[1], read_classes(folder)

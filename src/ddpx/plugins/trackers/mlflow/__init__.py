@@ -171,4 +171,7 @@ class MlflowTracker:
 
 @hookimpl
 def register_trackers(register):
-    register(TrackerSpec("mlflow", "MLflow: params, per-epoch metrics, held-out metric, artifacts", MlflowTracker))
+    from ddpx.plugins.trackers.mlflow.store_check import check_store
+
+    register(TrackerSpec("mlflow", "MLflow: params, per-epoch metrics, held-out metric, artifacts", MlflowTracker,
+                         check_store))

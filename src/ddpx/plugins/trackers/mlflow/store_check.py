@@ -1,0 +1,88 @@
+"""Before launch: can the MLflow store record this run? Checked in the launching process without
+importing mlflow, so a wrong URI is exit 2 in a second, never a run that "finished" unrecorded.
+
+- a scheme MLflow does not store runs in (``sqlit://``, ``ftp://``) is an error naming the ones it does;
+- an sqlite file must be creatable or writable: its folder exists and can be written;
+- a file store's folder (``file:///...`` or a plain path) must be creatable;
+- a server must answer ``/health`` within a few seconds.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from ddpx.api import Job, UserError
+from ddpx.plugins.trackers.mlflow.store import StoreUnreachable, check_server
+
+SCHEMES = ("sqlite", "file", "http", "https", "postgresql", "mysql", "mssql", "databricks", "databricks-uc")
+DEFAULT_URI = "sqlite:///mlflow.db"  # MLflow's own default, in the working directory
+
+
+def check_store(job: Job) -> None:
+    uri = job.launch.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+    scheme = urlsplit(uri).scheme.lower()
+    if not scheme or (len(scheme) == 1 and uri[1:3] in (":\\", ":/")):  # a plain path (C:\ too)
+        _check_folder(Path(uri), uri)
+    elif scheme not in SCHEMES and not any(scheme.startswith(f"{s}+") for s in SCHEMES):
+        raise UserError(f"--tracking-uri {uri!r}: MLflow cannot store runs at a '{scheme}://' address. Use "
+                        "sqlite:///PATH.db, a folder, or http://HOST:PORT of an `mlflow server` "
+                        "(or --tracking none to train without tracking).")
+    elif scheme == "sqlite":
+        _check_sqlite(uri)
+    elif scheme == "file":
+        _check_folder(Path(urlsplit(uri).path), uri)
+    elif scheme in ("http", "https"):
+        try:
+            check_server(uri)
+        except StoreUnreachable as exc:
+            raise UserError(f"{exc}. Start it (`mlflow server --host 127.0.0.1 --port 5000`), pass the right address "
+                            "with --tracking-uri, or train without tracking with --tracking none.") from None
+
+
+def _check_sqlite(uri: str) -> None:
+    """An existing file: take its write lock, as MLflow will. A new one: its folder must take a
+    file. (Root ignores permission bits, so only trying tells; nothing is left behind.)"""
+    import sqlite3
+
+    raw = uri[len("sqlite://"):].split("?", 1)[0]  # "/relative.db" or "//absolute/path.db"
+    if raw in ("", "/", "/:memory:"):
+        raise UserError(f"--tracking-uri {uri!r} keeps runs in memory only: they would be lost when the run ends. "
+                        "Use a file, for example sqlite:///mlflow.db.")
+    path = Path(raw[1:])
+    if not path.parent.is_dir():
+        raise UserError(f"--tracking-uri {uri!r}: the folder {path.parent} does not exist. Create it, or point the "
+                        "store at an existing folder (sqlite:///mlflow.db keeps it here).")
+    if not path.exists():
+        _probe(path.parent, uri)
+        return
+    try:
+        connection = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=10)
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            connection.rollback()
+        finally:
+            connection.close()
+    except sqlite3.Error as exc:
+        raise UserError(f"--tracking-uri {uri!r}: {path} cannot be written ({exc}). Choose a store you can write "
+                        "to, for example sqlite:///mlflow.db here.") from None
+
+
+def _check_folder(path: Path, uri: str) -> None:
+    """A file store: the folder, or the nearest folder above it that exists, must take a file."""
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    _probe(existing, uri)
+
+
+def _probe(folder: Path, uri: str) -> None:
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise UserError(f"--tracking-uri {uri!r}: nothing can be written in {folder} ({exc.strerror or exc}). "
+                        "Choose a store you can write to, for example sqlite:///mlflow.db here.") from None

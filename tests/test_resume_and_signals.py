@@ -130,6 +130,34 @@ def test_ctrl_c_stops_every_rank_and_marks_the_run_killed(tmp_path, tracking_uri
     assert run.info.status == "KILLED"
 
 
+def test_a_rank_killed_by_sigkill_is_named_and_a_resume_clears_the_error(tmp_path, tracking_uri, experiment):
+    marker = uuid.uuid4().hex
+    env = {**os.environ, "DDPX_TEST_MARKER": marker, "DDPX_LOG_MODEL": "false", "DDPX_SYSTEM_METRICS": "false"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    args = [sys.executable, "-m", "ddpx", "recipe", TINY, "--tracking-uri", tracking_uri, "--experiment", experiment,
+            "train.max_epochs=12", "dataset.train_size=3000"]
+    process = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in process.stdout:  # wait until training is under way
+        if "epoch 1/12" in line:
+            break
+    # the spawn launcher starts local ranks 0 and 1 in that order: rank 1 is the later process
+    ranks = sorted(pid for pid in processes_with_marker(marker)
+                   if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes())
+    assert len(ranks) == 2
+    os.kill(ranks[1], signal.SIGKILL)
+    _, stderr = process.communicate(timeout=90)
+    assert process.returncode == 1, stderr
+    assert "rank 1 was killed by SIGKILL" in stderr and "Traceback" not in stderr, stderr
+    assert processes_with_marker(marker) == [], "no orphan processes"
+    client, run = one_run(tracking_uri, experiment)
+    assert run.info.status == "FAILED" and "rank 1 was killed by SIGKILL" in run.data.tags["ddpx.error"]
+    resumed = subprocess.run([*args, "--resume", "auto"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=180)
+    assert resumed.returncode == 0, resumed.stderr
+    _, run = one_run(tracking_uri, experiment)
+    assert run.info.status == "FINISHED" and "ddpx.error" not in run.data.tags
+
+
 def test_a_hanging_rank_ends_the_job_within_the_timeout(run_ddpx):
     start = time.monotonic()
     result = run_ddpx("recipe", TINY, "--tracking", "none", "--timeout", "5", plugins=("ddpx_testplug_hang",),

@@ -106,7 +106,7 @@ def test_download_happens_once_per_machine_from_the_url(run_ddpx, tmp_path):
     with serve_directory(served) as (base, requests):
         url = f"{base}/BBBP.csv"
         data_dir = tmp_path / "data"
-        result = run_ddpx("recipe", "bbbp_rnn", "--nproc", "3", "--tracking", "none", "dataset.download=true",
+        result = run_ddpx("recipe", "bbbp_rnn", "--nproc", "2", "--tracking", "none", "dataset.download=true",
                           f"dataset.url={url}", "train.max_epochs=0", *SMALL, env={"DDPX_DATA_DIR": str(data_dir)})
         assert result.returncode == 0, result.output
         assert (data_dir / "bbbp" / "BBBP.csv").read_bytes() == (served / "BBBP.csv").read_bytes()

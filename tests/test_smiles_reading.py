@@ -112,3 +112,14 @@ def test_the_real_bbbp_file_reads_completely():
     table = read_smiles_csv(BBBP, "smiles", "p_np", strict=True)
     assert len(table.labels) == 2050
     assert sum(table.labels) == 1567
+
+
+def test_canonical_smiles_with_rdkit_merge_spellings_and_skip_what_does_not_parse(tmp_path):
+    pytest.importorskip("rdkit")
+    from ddpx.plugins.smiles.chem import canonicalizer
+
+    path = tmp_path / "m.csv"
+    path.write_text("num,name,p_np,smiles\n1,a,1,OCC\n2,b,0,C(O)C\n3,c,1,C1CC\n4,d,0,c1ccccc1\n", encoding="utf-8")
+    table = read_smiles_csv(path, "smiles", "p_np", strict=False, canonical=canonicalizer())
+    assert table.smiles == ["CCO", "CCO", "c1ccccc1"]  # two spellings of ethanol, one form
+    assert dict(table.skipped) == {"a SMILES RDKit cannot parse": [4]}  # the unclosed ring, on line 4

@@ -158,11 +158,14 @@ class LaunchOption:
 
 @dataclass(frozen=True)
 class LaunchOutcome:
-    """What a launcher reports: the job's exit status (0 for success), and ``detached=True``
-    when it handed the job over (to a batch system, say) and returned before it ended."""
+    """What a launcher reports: the job's exit status (0 for success), ``detached=True`` when it
+    handed the job over (to a batch system, say) and returned before it ended, and the ranks
+    that a signal killed (``((1, "SIGKILL"),)``): such a rank records no error of its own, and
+    its peers' errors are only the consequence."""
 
     status: int
     detached: bool = False
+    killed: tuple[tuple[int, str], ...] = ()
 
 
 class Launcher(Protocol):

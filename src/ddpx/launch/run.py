@@ -64,6 +64,13 @@ def read_outcome(registry: Registry, job: Job, outcome: LaunchOutcome) -> RunSum
                         f"`ddpx recipe {job.requested} --resume auto`.", 130)
     if status == 0 and (job.launch.nnodes > 1 or outcome.detached) and not run_dir.summary_file.is_file():
         return None
+    if outcome.killed:
+        rank, name = outcome.killed[0]
+        failure = JobFailed(f"rank {rank} was killed by {name}, so the job stopped (the other ranks' errors follow "
+                            "from it). SIGKILL often means the machine ran out of memory (`dmesg` tells) or a "
+                            f"scheduler ended the job. The run folder is {run_dir.path}.", 1)
+        close_tracking_run(registry, job, "FAILED", str(failure))
+        raise failure
     if status != 0 or not run_dir.summary_file.is_file():
         log = f" and {run_dir.launcher_log}" if run_dir.launcher_log.is_file() else ""
         failure = job_failure(run_dir, status, f"the job exited with status {status} and no rank recorded an error; "

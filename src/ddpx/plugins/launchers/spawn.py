@@ -82,12 +82,12 @@ def check(job: Job) -> None:
 
 
 def launch(job: Job) -> LaunchOutcome:
-    return LaunchOutcome(start_and_join(job))
+    return start_and_join(job)
 
 
-def start_and_join(job: Job) -> int:
-    """Start this node's ranks and return the job's exit status: 0, the first failing rank's
-    status, or 130 after Ctrl-C."""
+def start_and_join(job: Job) -> LaunchOutcome:
+    """Start this node's ranks and return the job's outcome: status 0, the first failing rank's
+    status, or 130 after Ctrl-C; with the ranks a signal killed."""
     settings = job.launch
     context = multiprocessing.get_context("spawn")
     ports = context.SimpleQueue() if settings.master_port is None else None
@@ -110,10 +110,15 @@ def start_and_join(job: Job) -> int:
         for process in processes:
             process.start()
     try:
-        return join_ranks(processes)
+        status = join_ranks(processes)
     except KeyboardInterrupt:
         stop_ranks(processes, signal.SIGINT)  # rank 0 marks its run KILLED
-        return 130
+        return LaunchOutcome(130)
+    first_rank = settings.node_rank * settings.nproc
+    killed = tuple((first_rank + local_rank, signal.Signals(-p.exitcode).name)
+                   for local_rank, p in enumerate(processes) if p.exitcode is not None and p.exitcode < 0
+                   and -p.exitcode not in (signal.SIGTERM, signal.SIGINT))  # not the ones stopped here
+    return LaunchOutcome(status, killed=killed)
 
 
 def join_ranks(processes) -> int:

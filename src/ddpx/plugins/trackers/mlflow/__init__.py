@@ -72,6 +72,8 @@ class MlflowTracker:
             run = self._client.get_run(resume_run_id)
             self.run_id, self.experiment_id = run.info.run_id, run.info.experiment_id
             self._client.update_run(self.run_id, status="RUNNING")
+            if "ddpx.error" in run.data.tags:  # the error of an earlier attempt no longer describes the run
+                self._client.delete_tag(self.run_id, "ddpx.error")
             self._start_system_metrics(resume=True)
             return
         self.experiment_id = self._experiment_id()

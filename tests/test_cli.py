@@ -159,3 +159,16 @@ def test_every_example_in_the_help_names_real_recipe_keys(run_ddpx):
         keys = [word.split(",")[0] for word in rest if "=" in word and not word.startswith("-")]
         shown = run_ddpx("show", name, *keys)
         assert shown.returncode == 0, (words, shown.stderr)
+
+
+def test_far_more_cpu_ranks_than_cores_are_named_before_anything_starts(run_ddpx):
+    import os
+
+    many = 2 * (os.cpu_count() or 1) + 1
+    # the task's own check then refuses the job, so nothing starts; the warning came first
+    result = run_ddpx("recipe", "mlp_synthetic", "--nproc", str(many), "dataset.train_size=2", "--tracking", "none")
+    assert result.returncode == 2 and "Traceback" not in result.output
+    warning = f"--nproc {many} starts {many} ranks on this machine's {os.cpu_count()} CPU core(s)"
+    assert warning in result.stderr and result.stderr.index(warning) < result.stderr.index("Error:")
+    few = run_ddpx("recipe", "mlp_synthetic", "--nproc", "2", "dataset.train_size=1", "--tracking", "none")
+    assert few.returncode == 2 and "warning" not in few.stderr

@@ -69,7 +69,7 @@ def test_the_best_model_is_logged_registered_served_and_predicted_alike(run_ddpx
 
     store = f"sqlite:///{tmp_path / 'mlflow.db'}"
     molecules = write_smiles_csv(tmp_path / "molecules.csv", n=240)
-    trained = run_ddpx("recipe", "bbbp_rnn", "--tracking-uri", store, "--no-system-metrics", "--register", "bbbp-test",
+    trained = run_ddpx("recipe", "bbbp_rnn", "--nproc", "1", "--tracking-uri", store, "--no-system-metrics", "--register", "bbbp-test",
                        f"dataset.path={molecules}", *SMALL, env={"DDPX_LOG_MODEL": "true"})
     assert trained.returncode == 0, trained.output
     client = MlflowClient(store)

@@ -107,8 +107,11 @@ def test_resume_from_a_path_and_bad_checkpoints(run_ddpx, tmp_path, uninterrupte
     assert auto.returncode == 1 and "cannot be read safely" in auto.stderr
 
 
-@pytest.mark.parametrize("launcher", ["spawn", "torchrun"])
-def test_ctrl_c_stops_every_rank_and_marks_the_run_killed(tmp_path, tracking_uri, experiment, launcher):
+@pytest.mark.parametrize("launcher, stop", [("spawn", signal.SIGINT), ("torchrun", signal.SIGTERM)],
+                         ids=["spawn-ctrl-c", "torchrun-sigterm"])
+def test_ctrl_c_or_sigterm_stops_every_rank_and_marks_the_run_killed(tmp_path, tracking_uri, experiment, launcher,
+                                                                    stop):
+    """Ctrl-C, or a scheduler's SIGTERM to the ddpx process alone: no rank trains on."""
     marker = uuid.uuid4().hex
     env = {**os.environ, "DDPX_TEST_MARKER": marker, "PYTHONPATH": str(TEST_PLUGINS)}
     env.pop("MLFLOW_TRACKING_URI", None)
@@ -119,7 +122,7 @@ def test_ctrl_c_stops_every_rank_and_marks_the_run_killed(tmp_path, tracking_uri
     for line in process.stdout:  # wait until training is under way
         if "epoch 1/50" in line:
             break
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop)
     start = time.monotonic()
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
@@ -130,7 +133,8 @@ def test_ctrl_c_stops_every_rank_and_marks_the_run_killed(tmp_path, tracking_uri
     assert run.info.status == "KILLED"
 
 
-def test_a_rank_killed_by_sigkill_is_named_and_a_resume_clears_the_error(tmp_path, tracking_uri, experiment):
+def test_a_rank_killed_by_sigkill_is_named_as_the_jobs_error(tmp_path, tracking_uri, experiment):
+    """(A resumed run sheds that error: tests/test_mlflow_tracker.py.)"""
     marker = uuid.uuid4().hex
     env = {**os.environ, "DDPX_TEST_MARKER": marker, "DDPX_LOG_MODEL": "false", "DDPX_SYSTEM_METRICS": "false"}
     env.pop("MLFLOW_TRACKING_URI", None)
@@ -151,11 +155,6 @@ def test_a_rank_killed_by_sigkill_is_named_and_a_resume_clears_the_error(tmp_pat
     assert processes_with_marker(marker) == [], "no orphan processes"
     client, run = one_run(tracking_uri, experiment)
     assert run.info.status == "FAILED" and "rank 1 was killed by SIGKILL" in run.data.tags["ddpx.error"]
-    resumed = subprocess.run([*args, "--resume", "auto"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                             timeout=180)
-    assert resumed.returncode == 0, resumed.stderr
-    _, run = one_run(tracking_uri, experiment)
-    assert run.info.status == "FINISHED" and "ddpx.error" not in run.data.tags
 
 
 def test_a_hanging_rank_ends_the_job_within_the_timeout(run_ddpx):

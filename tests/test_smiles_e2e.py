@@ -86,7 +86,7 @@ def test_predictor_reloads_the_checkpoint_and_reproduces_the_exact_heldout_metri
 @pytest.mark.slow
 def test_bad_rows_are_reported_once_and_skipped(run_ddpx, tmp_path):
     path = write_smiles_csv(tmp_path / "bad.csv", n=240, extra_rows="241,empty,1,\r\n242,odd,1,CC X\r\n")
-    result = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", f"dataset.path={path}", "train.max_epochs=1",
+    result = run_ddpx("recipe", "bbbp_rnn", "--nproc", "1", "--tracking", "none", f"dataset.path={path}", "train.max_epochs=1",
                       "model.cell=gru", *SMALL)
     assert result.returncode == 0, result.output
     gru = SmilesPredictor.from_checkpoint(result.run_dirs()[0] / "checkpoints" / "best.pt").model.rnn
@@ -135,7 +135,7 @@ def test_missing_file_and_missing_rdkit_are_errors_before_launch(run_ddpx, tmp_p
 @pytest.mark.slow
 def test_scaffold_split_and_canonical_smiles_with_rdkit(run_ddpx, molecules):
     pytest.importorskip("rdkit")
-    result = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", f"dataset.path={molecules}",
+    result = run_ddpx("recipe", "bbbp_rnn", "--nproc", "1", "--tracking", "none", f"dataset.path={molecules}",
                       "dataset.split=scaffold", "dataset.canonicalize=true", "train.max_epochs=2", *SMALL)
     assert result.returncode == 0, result.output
     assert 0.0 <= result.summary()["heldout"]["heldout_roc_auc"] <= 1.0

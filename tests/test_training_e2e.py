@@ -150,7 +150,7 @@ def test_a_crash_mid_training_marks_the_run_failed_with_its_error(run_ddpx, trac
 
 
 def test_compiled_model_trains_and_saves_plain_weights(run_ddpx):
-    result = run_ddpx("recipe", TINY, "--tracking", "none", "train.compile=true", "train.max_epochs=1")
+    result = run_ddpx("recipe", TINY, "--nproc", "1", "--tracking", "none", "train.compile=true", "train.max_epochs=1")
     assert result.returncode == 0, result.output
     state = torch.load(result.run_dirs()[0] / "checkpoints" / "best.pt", weights_only=True)
     assert not any(k.startswith(("_orig_mod.", "module.")) for k in state["model"])
@@ -182,3 +182,23 @@ def test_a_one_node_job_listens_on_loopback_only(tmp_path):
     assert job.returncode == 0, job.stdout.read()
     assert len(listening) >= 2, listening  # the store and gloo's listener, seen while the job ran
     assert all(ipaddress.ip_address(ip).is_loopback for ip, _ in listening), listening
+
+
+@pytest.mark.slow
+def test_two_jobs_started_at_once_on_a_new_sqlite_store_are_both_recorded(tmp_path):
+    import os
+    import sys
+
+    uri = f"sqlite:///{tmp_path / 'new.db'}"
+    env = dict(os.environ, DDPX_LOG_MODEL="false", DDPX_SYSTEM_METRICS="false")
+    env.pop("MLFLOW_TRACKING_URI", None)
+    jobs = [subprocess.Popen([sys.executable, "-m", "ddpx", "recipe", TINY, "--nproc", "1", "--tracking-uri", uri,
+                              "train.max_epochs=1", f"train.seed={seed}"], cwd=tmp_path, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for seed in (1, 2)]
+    outputs = [job.communicate(timeout=180)[0] for job in jobs]
+    assert [job.returncode for job in jobs] == [0, 0], outputs
+    assert not any("tracking failed" in out for out in outputs), outputs
+    client = MlflowClient(uri)
+    runs = client.search_runs([client.get_experiment_by_name("tiny_mlp").experiment_id])
+    assert sorted(r.data.params["train.seed"] for r in runs) == ["1", "2"]
+    assert all(r.info.status == "FINISHED" for r in runs)

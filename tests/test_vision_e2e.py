@@ -75,7 +75,7 @@ def test_cifar10_resnet18_runs_with_bf16_channels_last_and_onecycle(run_ddpx, tm
     # bf16 on a CPU without bf16 instructions is slow: the recipe's own (ImageNet) stem, 48 training,
     # 12 dev and 10 held-out images show the path works; the CIFAR stem is checked below
     write_cifar10(tmp_path, n_per_batch=12, n_test=10)
-    result = run_ddpx("recipe", "cifar10_resnet18", "--tracking", "none", f"dataset.root={tmp_path}",
+    result = run_ddpx("recipe", "cifar10_resnet18", "--nproc", "1", "--tracking", "none", f"dataset.root={tmp_path}",
                       "dataset.verify=false", "dataset.dev_fraction=0.2", "train.precision=bf16",
                       "train.max_epochs=1", "train.batch_size=12", "train.lr_schedule=onecycle")
     assert result.returncode == 0, result.output

@@ -36,6 +36,8 @@ Importing it is cheap: neither torch nor mlflow is imported.
   module to run as ``python -m WORKER_MODULE JOB_FILE`` instead. Either way the rank reads
   ``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` (and
   ``LOCAL_WORLD_SIZE``) from its environment.
+- :func:`run_supervised` runs a supervising command (torchrun, srun) that Ctrl-C or a SIGTERM
+  to ``ddpx`` stops, ranks and all.
 - :func:`threads_per_rank` sizes each started process's CPU threads; :func:`cpu_share` is that
   share; :func:`local_gpu_count` counts GPUs without importing torch where there are none.
 
@@ -84,6 +86,7 @@ from ddpx.launch.cpu_threads import cpu_share, threads_per_rank
 from ddpx.launch.gpus import local_gpu_count
 from ddpx.launch.job import Job
 from ddpx.launch.settings import LaunchSettings
+from ddpx.launch.supervise import run_supervised
 from ddpx.rank.worker import WORKER_MODULE
 from ddpx.records.run_dir import RunDir
 
@@ -137,7 +140,7 @@ __all__ = [
     "BackendSpec", "LauncherSpec", "LaunchOption", "LaunchOutcome", "TrackerSpec", "Tracker", "RecipeSource",
     "Param", "DataRequest", "TaskData", "DatasetRecord", "FitContext", "RunSummary",
     "Job", "LaunchSettings", "RunDir",
-    "run_rank", "WORKER_MODULE", "threads_per_rank", "cpu_share", "local_gpu_count",
+    "run_rank", "WORKER_MODULE", "run_supervised", "threads_per_rank", "cpu_share", "local_gpu_count",
     "data_root", "DATA_DIR_ENV", "load_checkpoint", "model_state_from", "load_model",
     "load_table_predictor",
     "UserError", "PluginError", "did_you_mean",

@@ -236,13 +236,16 @@ class TrackerSpec:
     """A tracker: ``create(job)`` returns a :class:`Tracker` (called on rank 0 only).
 
     ``check(job)``, when given, runs in the launching process before anything starts: raise
-    :class:`UserError` for a store that cannot record the run (exit 2, nothing started).
+    :class:`UserError` for a store that cannot record the run (exit 2, nothing started); it
+    changes nothing (``--dry-run`` calls it too). ``prepare(job)``, when given, runs right
+    before the ranks start: set the store up once (create its tables, say).
     """
 
     name: str
     description: str
     create: Callable[["Job"], Tracker]
     check: Callable[["Job"], None] | None = None
+    prepare: Callable[["Job"], None] | None = None
 
 
 @dataclass(frozen=True)

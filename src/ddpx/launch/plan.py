@@ -91,11 +91,27 @@ def resolve_for_this_machine(registry: Registry, recipe: Recipe, settings: Launc
     reason = None if submits(launcher) else backend.unusable_reason(nproc)
     if reason:
         raise UserError(f"--backend {backend_name} cannot run here: {reason}")
+    if not submits(launcher) and backend.device_type == "cpu":
+        warn_if_oversubscribed(nproc)
     if recipe.train["precision"] == "fp16" and backend.device_type != "cuda":
         raise UserError("train.precision=fp16 needs a GPU (it relies on CUDA gradient scaling). On CPU use "
                         "train.precision=bf16 or fp32.")
     return replace(settings, nproc=nproc, backend=backend_name, experiment=settings.experiment or recipe.name,
                    launcher_options=dict(settings.launcher_options))
+
+
+OVERSUBSCRIBED = 2  # ranks per core beyond which a CPU job is mostly waiting for cores
+
+
+def warn_if_oversubscribed(nproc: int) -> None:
+    """Many more CPU ranks than cores run, but slowly: say so before they start."""
+    import os
+    import sys
+
+    cores = os.cpu_count() or 1
+    if nproc > OVERSUBSCRIBED * cores:
+        print(f"ddpx: warning: --nproc {nproc} starts {nproc} ranks on this machine's {cores} CPU core(s); they take "
+              f"turns on the cores and the job runs slower than with --nproc {cores}.", file=sys.stderr)
 
 
 def call_task_check(check: Callable[..., None], params: Mapping[str, Any], world_size: int) -> None:

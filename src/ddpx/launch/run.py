@@ -6,6 +6,10 @@ hand the job to its launcher, and read the outcome back from the run folder — 
 from __future__ import annotations
 
 import json
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Iterator
 
 from ddpx.config.recipe import Recipe
 from ddpx.contract.errors import JobFailed, UserError
@@ -44,12 +48,35 @@ def run_job(registry: Registry, recipe: Recipe, job: Job) -> RunSummary | None:
     job.run_dir = prepare_run_dir(recipe, job)
     job.save()
     launcher = registry.get("launchers", job.launch.launcher)
+    tracker = registry.get("trackers", job.launch.tracking)
+    if tracker.prepare is not None and job.launch.node_rank == 0:
+        tracker.prepare(job)
     try:
-        outcome: LaunchOutcome = launcher.launch(job)
+        with sigterm_stops_the_ranks():
+            outcome: LaunchOutcome = launcher.launch(job)
     except UserError as exc:
         close_tracking_run(registry, job, "FAILED", exc.message)
         raise
     return read_outcome(registry, job, outcome)
+
+
+@contextmanager
+def sigterm_stops_the_ranks() -> Iterator[None]:
+    """A SIGTERM to the ``ddpx`` process (a scheduler, ``kill``) stops the job as Ctrl-C does:
+    the launcher passes SIGINT to every rank and the run is marked KILLED. Without this the
+    process would die at once and leave its ranks training."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def read_outcome(registry: Registry, job: Job, outcome: LaunchOutcome) -> RunSummary | None:
@@ -59,7 +86,7 @@ def read_outcome(registry: Registry, job: Job, outcome: LaunchOutcome) -> RunSum
         reason = json.loads(run_dir.stopped_file.read_text(encoding="utf-8"))["reason"]
         raise JobFailed(f"the run {reason}. Continue it with `ddpx recipe {job.requested} --resume auto`.", 75)
     if status == 130:
-        close_tracking_run(registry, job, "KILLED", "interrupted (Ctrl-C); every rank was stopped")
+        close_tracking_run(registry, job, "KILLED", "interrupted (Ctrl-C or SIGTERM); every rank was stopped")
         raise JobFailed(f"interrupted; every rank was stopped. The run folder is {run_dir.path}; continue with "
                         f"`ddpx recipe {job.requested} --resume auto`.", 130)
     if status == 0 and (job.launch.nnodes > 1 or outcome.detached) and not run_dir.summary_file.is_file():

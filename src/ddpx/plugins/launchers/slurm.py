@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 
-from ddpx.api import Job, LaunchOption, LaunchOutcome, LauncherSpec, UserError, hookimpl
+from ddpx.api import Job, LaunchOption, LaunchOutcome, LauncherSpec, UserError, hookimpl, run_supervised
 from ddpx.plugins.launchers.slurm_script import sbatch_script
 
 FINAL_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
@@ -91,7 +91,7 @@ def run_inside_allocation(job: Job) -> int:
     cmd = ["srun", f"--nodes={settings.nnodes}", f"--ntasks={tasks}", f"--ntasks-per-node={settings.nproc}",
            "--kill-on-bad-exit=1", sys.executable, "-m", "ddpx.plugins.launchers.slurm_task", str(job.run_dir.job_file)]
     print(f"ddpx: inside Slurm allocation {os.environ['SLURM_JOB_ID']}: starting {tasks} rank(s) with srun")
-    return subprocess.run(cmd, check=False).returncode
+    return run_supervised(cmd, stop_signal=signal.SIGTERM)  # srun passes SIGTERM on to every task
 
 
 def detaches(job: Job) -> bool:

@@ -21,7 +21,8 @@ from datetime import timedelta
 from ddpx.api import Job, LaunchOutcome, LauncherSpec, UserError, hookimpl, run_rank, threads_per_rank
 
 STORE_TIMEOUT = timedelta(minutes=30)
-STOP_GRACE_S = 15.0
+STOP_GRACE_S = 15.0  # Ctrl-C: time for every rank to record its stop
+FAILURE_GRACE_S = 5.0  # after a rank failed: its peers only record the consequence
 PR_SET_PDEATHSIG = 1
 
 
@@ -130,7 +131,7 @@ def join_ranks(processes) -> int:
         for process in [p for p in running if p.exitcode is not None]:
             running.remove(process)
             if process.exitcode != 0:
-                stop_ranks(running, signal.SIGTERM)
+                stop_ranks(running, signal.SIGTERM, FAILURE_GRACE_S)
                 return process.exitcode if process.exitcode > 0 else 1
     return 0
 

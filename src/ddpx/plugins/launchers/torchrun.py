@@ -11,11 +11,9 @@ never removes it).
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import sys
 
-from ddpx.api import WORKER_MODULE, Job, LaunchOutcome, LauncherSpec, UserError, hookimpl
+from ddpx.api import WORKER_MODULE, Job, LaunchOutcome, LauncherSpec, UserError, hookimpl, run_supervised
 
 
 def command(job: Job) -> list[str]:
@@ -46,20 +44,10 @@ def launch(job: Job) -> LaunchOutcome:
 
 
 def run_torchrun(job: Job) -> int:
-    """torchrun's exit status; its own messages go to the run folder's ``launcher.log``."""
-    log = job.run_dir.launcher_log
-    with log.open("a", encoding="utf-8") as stderr:
-        process = subprocess.Popen(command(job), stderr=stderr)
-        try:
-            return process.wait()
-        except KeyboardInterrupt:  # Ctrl-C: torchrun stops its workers on SIGINT; give it the time
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            return 130
+    """torchrun's exit status; its own messages go to the run folder's ``launcher.log``. Ctrl-C
+    or SIGTERM: torchrun stops its workers on SIGINT, given the time."""
+    with job.run_dir.launcher_log.open("a", encoding="utf-8") as stderr:
+        return run_supervised(command(job), stderr=stderr)
 
 
 @hookimpl

@@ -54,7 +54,7 @@ def _check_sqlite(uri: str) -> None:
     if not path.parent.is_dir():
         raise UserError(f"--tracking-uri {uri!r}: the folder {path.parent} does not exist. Create it, or point the "
                         "store at an existing folder (sqlite:///mlflow.db keeps it here).")
-    if not path.exists():
+    if not path.exists() or path.stat().st_size == 0:
         _probe(path.parent, uri)
         return
     try:
@@ -67,6 +67,36 @@ def _check_sqlite(uri: str) -> None:
     except sqlite3.Error as exc:
         raise UserError(f"--tracking-uri {uri!r}: {path} cannot be written ({exc}). Choose a store you can write "
                         "to, for example sqlite:///mlflow.db here.") from None
+
+
+def prepare_store(job: Job) -> None:
+    """Right before launch (not in a dry run): a new sqlite store gets its tables."""
+    uri = job.launch.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+    if uri.startswith("sqlite://"):
+        path = Path(uri[len("sqlite://"):].split("?", 1)[0][1:])
+        if not path.exists() or path.stat().st_size == 0:
+            create_schema_once(uri, path)
+
+
+def create_schema_once(uri: str, path: Path) -> None:
+    """A new sqlite store gets MLflow's tables here, before launch, under a lock on its folder:
+    jobs started at the same moment would otherwise race to create them, and the loser's run
+    would be lost. (The one case where the launching process imports mlflow: a store's first use.)"""
+    import fcntl
+    import logging
+
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        if not path.exists() or path.stat().st_size == 0:
+            from mlflow.tracking import MlflowClient
+
+            logging.getLogger("mlflow").setLevel(logging.WARNING)
+            logging.getLogger("alembic").setLevel(logging.WARNING)
+            MlflowClient(uri).search_experiments(max_results=1)
+    finally:
+        fcntl.flock(folder, fcntl.LOCK_UN)
+        os.close(folder)
 
 
 def _check_folder(path: Path, uri: str) -> None:

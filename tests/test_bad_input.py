@@ -72,6 +72,8 @@ CASES = {
     "seed beyond 32 bits": Case(["recipe", TINY, "train.seed=18446744073709551617"],
                                 "'train.seed' must be at most 4294967295"),
     "integer beyond 64 bits": Case(["recipe", TINY, "dataset.train_size=1" + "0" * 30], "does not fit in 64 bits"),
+    "batch larger than each rank's share": Case(["recipe", TINY, "dataset.train_size=100", "train.batch_size=64"],
+                                                "train.batch_size=64 is larger than each rank's share"),
     "nan timeout": Case(["recipe", TINY, "--timeout", "nan"], "--timeout must be a positive, finite number"),
     "infinite timeout": Case(["recipe", TINY, "--timeout", "inf"], "--timeout must be a positive, finite number"),
     # names that would become paths out of the run folder

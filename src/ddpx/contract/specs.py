@@ -46,8 +46,11 @@ class TaskSpec:
     ``check(params, world_size)`` when it needs the number of ranks — runs in the launching
     process before any rank starts and raises :class:`~ddpx.contract.errors.UserError` for settings
     that cannot work (a missing or unreadable file, a missing optional dependency, fewer
-    training samples than ranks). ``predictor`` (a :class:`TablePredictor`) lets the trained
-    model answer tables: ``ddpx predict``, and the best model logged as an MLflow model.
+    training samples than ranks). ``train_samples(params)``, when the task can tell before
+    launch how many training samples its ``dataset.*`` keys give (a generated dataset), returns
+    that number: ddpx then refuses a ``train.batch_size`` larger than each rank's share, a batch
+    that could never fill. ``predictor`` (a :class:`TablePredictor`) lets the trained model
+    answer tables: ``ddpx predict``, and the best model logged as an MLflow model.
     """
 
     name: str
@@ -58,6 +61,7 @@ class TaskSpec:
     params: Mapping[str, Param] = field(default_factory=dict)
     check: Callable[[Mapping[str, Any]], None] | None = None
     predictor: TablePredictor | None = None
+    train_samples: Callable[[Mapping[str, Any]], int | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -235,11 +239,9 @@ class Tracker(Protocol):
 class TrackerSpec:
     """A tracker: ``create(job)`` returns a :class:`Tracker` (called on rank 0 only).
 
-    ``check(job)``, when given, runs in the launching process before anything starts: raise
-    :class:`UserError` for a store that cannot record the run (exit 2, nothing started); it
-    changes nothing (``--dry-run`` calls it too). ``prepare(job)``, when given, runs right
-    before the ranks start: set the store up once (create its tables, say).
-    """
+    ``check(job)`` runs before anything starts and changes nothing (``--dry-run`` calls it):
+    raise :class:`UserError` for a store that cannot record the run. ``prepare(job)`` runs right
+    before the ranks start: set the store up once (create its tables, say)."""
 
     name: str
     description: str

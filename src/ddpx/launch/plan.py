@@ -35,6 +35,8 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
         wrapper.check(job)
     if recipe.task.check is not None:
         call_task_check(recipe.task.check, recipe.config["dataset"], job.world_size)
+    if recipe.task.train_samples is not None:
+        check_batch_fits(recipe.task.train_samples(recipe.config["dataset"]), recipe.train["batch_size"], job.world_size)
     if tracker.check is not None:
         tracker.check(job)
     if settings.master_port is not None and settings.node_rank == 0 and not submits(launcher):
@@ -98,6 +100,17 @@ def resolve_for_this_machine(registry: Registry, recipe: Recipe, settings: Launc
                         "train.precision=bf16 or fp32.")
     return replace(settings, nproc=nproc, backend=backend_name, experiment=settings.experiment or recipe.name,
                    launcher_options=dict(settings.launcher_options))
+
+
+def check_batch_fits(samples: int | None, batch_size: int, world_size: int) -> None:
+    """A batch larger than each rank's share of the training split never fills."""
+    if samples is None:
+        return
+    share = -(-samples // world_size)
+    if batch_size > share:
+        raise UserError(f"train.batch_size={batch_size} is larger than each rank's share of the training split "
+                        f"({samples} samples over {world_size} rank(s): {share}), so no batch would ever be full. "
+                        f"Use train.batch_size={min(share, batch_size)} or less, fewer ranks, or more data.")
 
 
 OVERSUBSCRIBED = 2  # ranks per core beyond which a CPU job is mostly waiting for cores

@@ -89,7 +89,8 @@ def example_table(info):
 def register_tasks(register):
     register(TaskSpec("mlp_synthetic", "32-class Gaussian clusters with label noise (known ceiling)",
                       build_data, loss="cross_entropy", metric="accuracy", params=DATASET_PARAMS,
-                      check=check_sizes, predictor=TablePredictor(predict_table, example_table)))
+                      check=check_sizes, predictor=TablePredictor(predict_table, example_table),
+                      train_samples=lambda params: params["train_size"]))
 
 
 @hookimpl

@@ -53,6 +53,8 @@ def _mnist_cut(folder: Path) -> None:
 def _checkpoints(folder: Path) -> None:
     (folder / "corrupt.pt").write_bytes(b"PK\x03\x04 not really a checkpoint")
     torch.save({"weights": torch.zeros(3)}, folder / "foreign.pt")
+    other = {"name": "mlp", "n_layers": 3, "dim_hidden": 16}  # tiny_mlp's model is 64 wide
+    torch.save({"model": {"net.0.weight": torch.zeros(16, 64)}, "recipe": {"model": other}}, folder / "other_model.pt")
 
     class Payload:
         def __reduce__(self):
@@ -128,6 +130,8 @@ CASES = {
                                files=_checkpoints),
     "foreign checkpoint": Case(["recipe", TINY, "--resume", "foreign.pt"], "cannot resume a run: it lacks",
                                files=_checkpoints),
+    "init_from of another model": Case(["recipe", TINY, "train.init_from=other_model.pt"],
+                                       "model.dim_hidden=16 there, 64 here", files=_checkpoints),
     "checkpoint with pickled objects": Case(["recipe", TINY, "train.init_from=pickled.pt"],
                                             "Unsupported global: GLOBAL print", files=_checkpoints),
     "download that fails in the ranks": Case(

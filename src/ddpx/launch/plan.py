@@ -70,8 +70,9 @@ def check_checkpoints(recipe: Recipe, resume: str | None) -> str | None:
         resume_from = str(Path(resume).resolve())
     if recipe.train["init_from"]:
         from ddpx.rank.checkpoint import load_checkpoint
+        from ddpx.rank.resume import check_init_fits
 
-        load_checkpoint(recipe.train["init_from"])
+        check_init_fits(load_checkpoint(recipe.train["init_from"]), recipe.train["init_from"], recipe.config)
     return resume_from
 
 

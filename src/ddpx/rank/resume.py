@@ -40,6 +40,18 @@ def load_resume_state(job: Job, world_size: int) -> dict[str, Any] | None:
     return state
 
 
+def check_init_fits(state: dict[str, Any], source: Path | str, config: dict[str, Any]) -> None:
+    """A ddpx checkpoint given as ``train.init_from`` holds this recipe's model (its ``model.*``
+    keys fix every weight's shape); a plain state dict is checked when the model loads it."""
+    written_for = state.get("recipe", {}).get("model") if isinstance(state.get("recipe"), dict) else None
+    if written_for is not None and written_for != config["model"]:
+        differ = sorted(k for k in set(written_for) | set(config["model"])
+                        if written_for.get(k) != config["model"].get(k))
+        shown = ", ".join(f"model.{k}={written_for.get(k)!r} there, {config['model'].get(k)!r} here" for k in differ)
+        raise UserError(f"train.init_from '{source}' was written for another model ({shown}); its weights cannot "
+                        "start this one. Use a checkpoint of the same model, or set the model keys to match.")
+
+
 def check_resumable(state: dict[str, Any], source: Path | str, config: dict[str, Any]) -> None:
     """A checkpoint a run can continue from: ddpx's training state, for this recipe's model."""
     missing = {"model", "optimizer", "epoch", "ranks"} - set(state)

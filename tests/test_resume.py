@@ -99,4 +99,4 @@ def test_resume_from_a_path_and_bad_checkpoints(run_ddpx, tmp_path, uninterrupte
 
     checkpoint.write_bytes(b"not a checkpoint")  # --resume auto never silently starts afresh
     auto = run_ddpx("recipe", TINY, "--tracking", "none", "--resume", "auto", cwd=tmp_path)
-    assert auto.returncode == 1 and "cannot be read safely" in auto.stderr
+    assert auto.returncode == 2 and "cannot be read safely" in auto.stderr  # found before launch

@@ -30,7 +30,7 @@ def test_ctrl_c_or_sigterm_stops_every_rank_and_marks_the_run_killed(tmp_path, t
     env = {**os.environ, "DDPX_TEST_MARKER": marker, "PYTHONPATH": str(TEST_PLUGINS)}
     env.pop("MLFLOW_TRACKING_URI", None)
     process = subprocess.Popen(
-        [sys.executable, "-m", "ddpx", "recipe", "mlp_synthetic", "--launcher", launcher, "--tracking-uri",
+        [sys.executable, "-m", "ddpx", "recipe", TINY, "--launcher", launcher, "--tracking-uri",
          tracking_uri, "--experiment", experiment, "train.max_epochs=50", "train.patience=0"],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for line in process.stdout:  # wait until training is under way

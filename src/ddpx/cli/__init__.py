@@ -4,6 +4,7 @@
 - ``recipe_commands``: ``ddpx recipes``, ``ddpx show``, ``ddpx cp``;
 - ``runs_command``: ``ddpx runs`` (which run was best);
 - ``predict_command``: ``ddpx predict`` (a trained model's predictions for a CSV);
+- ``upload_command``: ``ddpx upload`` (a run folder into MLflow after the fact);
 - ``plugin_commands``: ``ddpx plugins`` and ``ddpx plugins check``;
 - ``bench_commands``: ``ddpx bench``.
 """
@@ -19,6 +20,7 @@ from ddpx.cli import (  # noqa: F401 - each module adds its commands
     recipe_commands,
     run_commands,
     runs_command,
+    upload_command,
 )
 from ddpx.cli.app import cli
 

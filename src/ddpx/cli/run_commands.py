@@ -8,6 +8,8 @@ from ddpx.cli.app import cli, console, registry_with_warnings
 from ddpx.cli.launch_options import LaunchCommand, settings_from
 from ddpx.contract.errors import JobFailed
 
+TRACKING_FAILED = 3  # exit status: trained to the end, but not (fully) recorded
+
 RECIPE_EPILOG = """\b
 Examples:
   ddpx recipe mlp_synthetic
@@ -47,6 +49,10 @@ def recipe_command(name, overrides, **values) -> None:
     summary = run_job(registry, recipe, job)
     if summary is not None:
         print_summary(recipe.name, summary, console())  # piped: one wide page, no path cut in two
+        if summary.tracking_error:
+            raise JobFailed(f"the run finished, but tracking failed during it ({summary.tracking_error}), so its "
+                            f"record is incomplete. Every result is in {summary.run_dir}; once the store answers, "
+                            f"record it with `ddpx upload {summary.run_dir}`.", TRACKING_FAILED)
         return
     launcher = registry.get("launchers", launch.launcher)
     if launcher.detaches is None or not launcher.detaches(job):

@@ -129,6 +129,7 @@ class RunSummary:
     run_id: str | None = None
     tracker_hint: str | None = None
     run_dir: str = ""
+    tracking_error: str | None = None  # the tracker failed during the run: the record is incomplete
 
     @property
     def heldout_metric(self) -> tuple[str, float]:

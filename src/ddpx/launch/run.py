@@ -28,6 +28,7 @@ def prepare_run_dir(recipe: Recipe, job: Job) -> RunDir:
     if job.launch.resume == "auto":
         latest = latest_run_dir(recipe.name, runs_dir)
         if latest is not None:
+            check_continuable(latest, recipe)
             for stale in (latest.summary_file, latest.stopped_file):
                 stale.unlink(missing_ok=True)
             clear_failures(latest)
@@ -37,6 +38,16 @@ def prepare_run_dir(recipe: Recipe, job: Job) -> RunDir:
     run_dir = RunDir.create(recipe.name, runs_dir)
     run_dir.recipe_file.write_text(recipe.to_toml(), encoding="utf-8")
     return run_dir
+
+
+def check_continuable(run_dir: RunDir, recipe: Recipe) -> None:
+    """``--resume auto``: the latest run's checkpoint must be one this recipe can continue —
+    checked here, before launch, not on every rank."""
+    from ddpx.rank.checkpoint import load_checkpoint
+    from ddpx.rank.resume import check_resumable
+
+    if run_dir.last_checkpoint.is_file():
+        check_resumable(load_checkpoint(run_dir.last_checkpoint), run_dir.last_checkpoint, recipe.config)
 
 
 def run_job(registry: Registry, recipe: Recipe, job: Job) -> RunSummary | None:

@@ -95,20 +95,11 @@ def _fit_and_record(job, registry, env, device, console, tracker, resume) -> Non
     summary.run_id = tracker.run_id if tracker else None
     summary.tracker_hint = tracker.describe() if tracker else None
     if tracker:
-        tracker.log_metrics({**summary.heldout, "best_epoch": float(summary.best_epoch),
-                             "heldout_samples": float(summary.heldout_samples)})
-        tracker.note(result_note(summary))
-        if job.launch.log_model and registry.get("tasks", job.config["task"]).predictor is not None:
-            tracker.log_model(job.run_dir.path / "model", register=job.launch.register)
-        tracker.finish("FINISHED")
+        from ddpx.records.tracking import record_result
+
+        record_result(tracker, job, registry, summary)
+        summary.tracking_error = tracker.error
     summary.write(job.run_dir.summary_file)
-
-
-def result_note(summary) -> str:
-    """One markdown line on the run's result, for the tracker's note."""
-    name, value = summary.heldout_metric
-    return (f"**{name} {value:.4f}** over all {summary.heldout_samples} held-out samples; the best of "
-            f"{summary.epochs_run} epoch(s) on the dev split was epoch {summary.best_epoch}.")
 
 
 def _import_metric_modules(job: Job, registry) -> None:

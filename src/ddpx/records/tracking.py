@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ddpx.config.values import flatten
+from ddpx.contract.records import RunSummary
 from ddpx.contract.specs import MetricSpec
 from ddpx.launch.job import Job
 from ddpx.records.guarded_tracker import GuardedTracker
@@ -82,6 +83,23 @@ def append_metrics(path: Path, record: Mapping[str, Any]) -> None:
     """One JSON line per epoch in the run folder."""
     with path.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(dict(record)) + "\n")
+
+
+def record_result(tracker: GuardedTracker, job: Job, registry: "Registry", summary: RunSummary) -> None:
+    """The end of a run in the tracker: held-out metrics, the note, the best model, FINISHED."""
+    tracker.log_metrics({**summary.heldout, "best_epoch": float(summary.best_epoch),
+                         "heldout_samples": float(summary.heldout_samples)})
+    tracker.note(result_note(summary))
+    if job.launch.log_model and registry.get("tasks", job.config["task"]).predictor is not None:
+        tracker.log_model(job.run_dir.path / "model", register=job.launch.register)
+    tracker.finish("FINISHED")
+
+
+def result_note(summary: RunSummary) -> str:
+    """One markdown line on the run's result, for the tracker's note."""
+    name, value = summary.heldout_metric
+    return (f"**{name} {value:.4f}** over all {summary.heldout_samples} held-out samples; the best of "
+            f"{summary.epochs_run} epoch(s) on the dev split was epoch {summary.best_epoch}.")
 
 
 def start_job_run(registry: "Registry", job: Job, device_type: str, warn: Callable[[str], None],

@@ -46,11 +46,10 @@ def _check_sqlite(uri: str) -> None:
     file. (Root ignores permission bits, so only trying tells; nothing is left behind.)"""
     import sqlite3
 
-    raw = uri[len("sqlite://"):].split("?", 1)[0]  # "/relative.db" or "//absolute/path.db"
-    if raw in ("", "/", "/:memory:"):
+    path = sqlite_path(uri)
+    if path is None:
         raise UserError(f"--tracking-uri {uri!r} keeps runs in memory only: they would be lost when the run ends. "
                         "Use a file, for example sqlite:///mlflow.db.")
-    path = Path(raw[1:])
     if not path.parent.is_dir():
         raise UserError(f"--tracking-uri {uri!r}: the folder {path.parent} does not exist. Create it, or point the "
                         "store at an existing folder (sqlite:///mlflow.db keeps it here).")
@@ -69,13 +68,18 @@ def _check_sqlite(uri: str) -> None:
                         "to, for example sqlite:///mlflow.db here.") from None
 
 
+def sqlite_path(uri: str) -> Path | None:
+    """The file of an ``sqlite:///relative.db`` or ``sqlite:////absolute.db`` URI (None: in memory)."""
+    raw = uri[len("sqlite://"):].split("?", 1)[0]
+    return None if raw in ("", "/", "/:memory:") else Path(raw[1:])
+
+
 def prepare_store(job: Job) -> None:
     """Right before launch (not in a dry run): a new sqlite store gets its tables."""
     uri = job.launch.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
-    if uri.startswith("sqlite://"):
-        path = Path(uri[len("sqlite://"):].split("?", 1)[0][1:])
-        if not path.exists() or path.stat().st_size == 0:
-            create_schema_once(uri, path)
+    path = sqlite_path(uri) if uri.startswith("sqlite://") else None
+    if path is not None and (not path.exists() or path.stat().st_size == 0):
+        create_schema_once(uri, path)
 
 
 def create_schema_once(uri: str, path: Path) -> None:

@@ -20,8 +20,13 @@ SCHEMES = ("sqlite", "file", "http", "https", "postgresql", "mysql", "mssql", "d
 DEFAULT_URI = "sqlite:///mlflow.db"  # MLflow's own default, in the working directory
 
 
+def store_uri(job: Job) -> str:
+    """The store the job records to, as MLflow will resolve it."""
+    return job.launch.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+
+
 def check_store(job: Job) -> None:
-    uri = job.launch.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+    uri = store_uri(job)
     scheme = urlsplit(uri).scheme.lower()
     if not scheme or (len(scheme) == 1 and uri[1:3] in (":\\", ":/")):  # a plain path (C:\ too)
         _check_folder(Path(uri), uri)
@@ -76,7 +81,7 @@ def sqlite_path(uri: str) -> Path | None:
 
 def prepare_store(job: Job) -> None:
     """Right before launch (not in a dry run): a new sqlite store gets its tables."""
-    uri = job.launch.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+    uri = store_uri(job)
     path = sqlite_path(uri) if uri.startswith("sqlite://") else None
     if path is not None and (not path.exists() or path.stat().st_size == 0):
         create_schema_once(uri, path)

@@ -24,6 +24,23 @@ TEST_RECIPES = TESTS / "recipes"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 sys.path.insert(0, str(TEST_PLUGINS))  # the test plugins, importable here as in every rank
 
+# The files that take longest (measured with --durations, longest total first). pytest-xdist hands
+# whole files to its workers in collection order (--dist loadfile --no-loadscope-reorder), so
+# starting these first leaves short files for the end and no worker waits long on the other.
+LONGEST_FIRST = ["test_smiles_e2e.py", "test_signals_and_nodes.py", "test_training_e2e.py", "test_resume.py",
+                 "test_mlflow_server_and_ui.py", "test_slurm.py", "test_vision_e2e.py", "test_sweep_and_runs.py",
+                 "test_bad_input.py", "test_logged_model.py", "test_example_plugin.py", "test_wrappers.py",
+                 "test_job_on_one_machine.py", "test_vision_real_mnist.py", "test_runs_table.py",
+                 "test_exact_evaluation.py"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: the order within a file and among the other files stays
+
 @dataclass
 class CliResult:
     returncode: int

@@ -135,7 +135,7 @@ CASES = {
     "checkpoint with pickled objects": Case(["recipe", TINY, "train.init_from=pickled.pt"],
                                             "Unsupported global: GLOBAL print", files=_checkpoints),
     "download that fails in the ranks": Case(
-        [*BBBP, "dataset.path=later.csv", "dataset.download=true", "dataset.url=http://127.0.0.1:9/BBBP.csv"],
+        [*BBBP, "--nproc", "1", "dataset.path=later.csv", "dataset.download=true", "dataset.url=http://127.0.0.1:9/BBBP.csv"],
         "could not download http://127.0.0.1:9/BBBP.csv", exit_code=1, failed_run=True),
 }
 

@@ -1,11 +1,13 @@
 """``ddpx bench collectives`` on a real 2-rank gloo group, and its argument checks."""
 
+import io
 import json
 
 import pytest
+from rich.console import Console
 
-from ddpx.cli.bench_commands import parse_bytes
-from ddpx.cli.collectives_bench import bus_factor, message_sizes
+from ddpx.cli.bench_commands import parse_bytes, results_table
+from ddpx.cli.collectives_bench import BenchResult, bus_factor, message_sizes
 
 
 def test_sizes_and_bus_factors_follow_nccl_tests():
@@ -30,8 +32,12 @@ def test_collectives_are_timed_on_a_real_process_group(run_ddpx):
         assert row["time_us"] > 0
         assert row["algbw_gbps"] == pytest.approx(row["size_bytes"] / (row["time_us"] / 1e6) / 1e9, rel=1e-6)
         assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * bus_factor(row["op"], 2), rel=1e-9)
-    table = run_ddpx("bench", "collectives", "--op", "broadcast", "--max-bytes", "4K", "--iters", "2")
-    assert table.returncode == 0 and "busbw (GB/s)" in table.stdout and "broadcast" in table.stdout
+    # what the command prints without --json: the same rows as a table
+    printed = Console(width=100, record=True, file=io.StringIO())
+    printed.print(results_table("gloo", 2, 3, [BenchResult(**row) for row in rows]))
+    lines = printed.export_text().splitlines()
+    assert lines[0].startswith("collectives: gloo, 2 ranks, 3 iterations") and "busbw (GB/s)" in lines[2]
+    assert sum(" broadcast " in line and " 64K " in line for line in lines) == 1
 
 
 @pytest.mark.parametrize("args, fragment", [

@@ -1,5 +1,5 @@
-"""Held-out metrics are exact: the same weights score identically on 1, 2 and 3 ranks, and
-equal a plain single-process computation over the whole held-out split."""
+"""Held-out metrics are exact: the same weights score identically on 2 and 3 ranks (uneven
+shards), and equal a plain single-process computation over the whole held-out split."""
 
 import pytest
 import torch
@@ -33,12 +33,12 @@ def trained_weights(data, path):
     return path
 
 
-def test_heldout_metric_is_identical_for_1_2_and_3_ranks(run_ddpx, tmp_path):
+def test_heldout_metric_on_2_and_3_ranks_equals_the_single_process_value(run_ddpx, tmp_path):
     data = make_splits(DATASET, seed=0)
     weights = trained_weights(data, tmp_path / "weights.pt")
 
     scores = {}
-    for nproc in (1, 2, 3):
+    for nproc in (2, 3):
         workdir = tmp_path / f"eval{nproc}"
         workdir.mkdir()
         result = run_ddpx("recipe", TINY, "--nproc", str(nproc), "--tracking", "none", f"dataset.heldout_size={HELDOUT}",
@@ -62,4 +62,4 @@ def test_heldout_metric_is_identical_for_1_2_and_3_ranks(run_ddpx, tmp_path):
     for nproc, heldout in scores.items():
         assert heldout["heldout_accuracy"] == expected_accuracy, nproc
         assert heldout["heldout_loss"] == pytest.approx(expected_loss, rel=1e-5), nproc
-    assert scores[1]["heldout_accuracy"] == scores[2]["heldout_accuracy"] == scores[3]["heldout_accuracy"]
+    assert scores[2]["heldout_accuracy"] == scores[3]["heldout_accuracy"]

@@ -81,6 +81,11 @@ def collectives_command(backend, nproc, ops, min_bytes, max_bytes, iters, warmup
 
         click.echo(json.dumps({"backend": backend, "nproc": nproc, "results": [asdict(r) for r in results]}, indent=2))
         return
+    console().print(results_table(backend, nproc, iters, results))
+
+
+def results_table(backend: str, nproc: int, iters: int, results):
+    """The timings as a rich table, one row per operation and size."""
     from rich.table import Table
 
     table = Table(title=f"collectives: {backend}, {nproc} ranks, {iters} iterations", title_justify="left")
@@ -88,4 +93,4 @@ def collectives_command(backend, nproc, ops, min_bytes, max_bytes, iters, warmup
         table.add_column(column, justify="left" if column == "op" else "right")
     for r in results:
         table.add_row(r.op, _human(r.size_bytes), f"{r.time_us:,.1f}", f"{r.algbw_gbps:.3f}", f"{r.busbw_gbps:.3f}")
-    console().print(table)
+    return table

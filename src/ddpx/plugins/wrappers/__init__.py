@@ -1,7 +1,8 @@
 """Built-in model wrappers (``train.wrapper``): how a model becomes data-parallel.
 
 - ``ddp`` (default): ``torch.nn.parallel.DistributedDataParallel`` — bucketed gradient
-  all-reduce overlapped with the backward pass.
+  all-reduce overlapped with the backward pass. In a world of one rank the model is left plain:
+  DDP would synchronise nothing and costs about a second to set up.
 - ``allreduce``: a hand-made wrapper in the style the DDP tutorials build by hand — rank 0's
   weights broadcast at the start, every gradient all-reduced and averaged from a hook on the
   backward pass (:mod:`ddpx.plugins.wrappers.allreduce`). Same results as ``ddp``, slower: one
@@ -16,6 +17,10 @@ from ddpx.api import WrapperSpec, hookimpl
 
 
 def _ddp(model, device):
+    import torch.distributed as dist
+
+    if not dist.is_initialized() or dist.get_world_size() == 1:
+        return model  # nothing to synchronise: the plain model (as Lightning and Accelerate do on one device)
     from torch.nn.parallel import DistributedDataParallel
 
     return DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)

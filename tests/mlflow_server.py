@@ -19,9 +19,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+class ServerUri(str):
+    """The server's URI; ``.process`` is the server (its own process group)."""
+
+    process: subprocess.Popen
+
+
 @contextmanager
 def mlflow_server(folder: Path, startup_timeout: float = 90.0):
-    """Start ``mlflow server`` in ``folder``; yield its URI; stop its whole process group."""
+    """Start ``mlflow server`` in ``folder`` (its store: ``folder/mlflow.db``, kept when the
+    server stops); yield its URI; stop its whole process group."""
     port = free_port()
     env = dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")
     log = (folder / "server.log").open("wb")
@@ -30,7 +37,8 @@ def mlflow_server(folder: Path, startup_timeout: float = 90.0):
                "--artifacts-destination", str(folder / "artifacts")]
     proc = subprocess.Popen(command, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
-    uri = f"http://127.0.0.1:{port}"
+    uri = ServerUri(f"http://127.0.0.1:{port}")
+    uri.process = proc
     try:
         deadline = time.monotonic() + startup_timeout
         while True:

@@ -78,6 +78,7 @@ CASES = {
                                                 "train.batch_size=64 is larger than each rank's share"),
     "nan timeout": Case(["recipe", TINY, "--timeout", "nan"], "--timeout must be a positive, finite number"),
     "infinite timeout": Case(["recipe", TINY, "--timeout", "inf"], "--timeout must be a positive, finite number"),
+    "negative stall report": Case(["recipe", TINY, "--stall-report", "-1"], "--stall-report must be 0 (never) or"),
     # names that would become paths out of the run folder
     "name with ../": Case(["recipe", TINY, "name=../../escaped"], "'name' cannot be '../../escaped'"),
     "absolute name": Case(["recipe", TINY, "name=/tmp/escaped"], "a path separator or a leading '.'"),

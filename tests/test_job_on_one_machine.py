@@ -67,3 +67,23 @@ def test_two_jobs_started_at_once_on_a_new_sqlite_store_are_both_recorded(tmp_pa
     runs = client.search_runs([client.get_experiment_by_name("tiny_mlp").experiment_id])
     assert sorted(r.data.params["train.seed"] for r in runs) == ["1", "2"]
     assert all(r.info.status == "FINISHED" for r in runs)
+
+
+def test_a_full_disk_is_named_and_leaves_no_partial_checkpoint(run_ddpx, tmp_path):
+    """A real full disk: a 64 KiB tmpfs holds the run folder, and the first checkpoint (about
+    90 KiB) does not fit."""
+    disk = tmp_path / "small-disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"mounting a small tmpfs needs root (CI runs as root): {mounted.stderr.strip()}")
+    try:
+        result = run_ddpx("recipe", TINY, "--nproc", "1", "--tracking", "none", "--run-dir", str(disk))
+        assert result.returncode == 1, result.output
+        assert "no space left on the device holding" in result.stderr and "checkpoint last.pt" in result.stderr
+        assert "--run-dir" in result.stderr and "Traceback" not in result.stderr
+        (run_dir,) = disk.iterdir()
+        assert list(run_dir.rglob("*.tmp")) == [], "the partial checkpoint is removed"
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)

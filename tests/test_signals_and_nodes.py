@@ -2,6 +2,7 @@
 every rank stops, nothing outlives the CLI, and the run records why."""
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -47,20 +48,32 @@ def test_ctrl_c_or_sigterm_stops_every_rank_and_marks_the_run_killed(tmp_path, t
     assert run.info.status == "KILLED"
 
 
-def test_a_rank_killed_by_sigkill_is_named_as_the_jobs_error(tmp_path, tracking_uri, experiment):
+def rank_processes(marker: str) -> list[int]:
+    """The pids of a job's ranks, by rank: torchrun gives each its RANK at start; the spawn
+    launcher starts local ranks 0 and 1 in that order, so rank 1 is the later process."""
+    ranks = {}
+    for pid in sorted(processes_with_marker(marker)):
+        command, environ = (Path(f"/proc/{pid}/{name}").read_bytes() for name in ("cmdline", "environ"))
+        if b"ddpx.rank.worker" in command and b"torch.distributed.run" not in command:
+            ranks[int(re.search(rb"(?:^|\0)RANK=(\d+)\0", environ).group(1))] = pid
+        elif b"spawn_main" in command:
+            ranks[len(ranks)] = pid
+    return [ranks[rank] for rank in sorted(ranks)]
+
+
+@pytest.mark.parametrize("launcher", ["spawn", "torchrun"])
+def test_a_rank_killed_by_sigkill_is_named_as_the_jobs_error(tmp_path, tracking_uri, experiment, launcher):
     """(A resumed run sheds that error: tests/test_mlflow_tracker.py.)"""
     marker = uuid.uuid4().hex
     env = {**os.environ, "DDPX_TEST_MARKER": marker, "DDPX_LOG_MODEL": "false", "DDPX_SYSTEM_METRICS": "false"}
     env.pop("MLFLOW_TRACKING_URI", None)
-    args = [sys.executable, "-m", "ddpx", "recipe", TINY, "--tracking-uri", tracking_uri, "--experiment", experiment,
-            "train.max_epochs=12", "dataset.train_size=3000"]
+    args = [sys.executable, "-m", "ddpx", "recipe", TINY, "--launcher", launcher, "--tracking-uri", tracking_uri,
+            "--experiment", experiment, "train.max_epochs=12", "dataset.train_size=3000"]
     process = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for line in process.stdout:  # wait until training is under way
         if "epoch 1/12" in line:
             break
-    # the spawn launcher starts local ranks 0 and 1 in that order: rank 1 is the later process
-    ranks = sorted(pid for pid in processes_with_marker(marker)
-                   if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes())
+    ranks = rank_processes(marker)
     assert len(ranks) == 2
     os.kill(ranks[1], signal.SIGKILL)
     _, stderr = process.communicate(timeout=90)
@@ -71,13 +84,20 @@ def test_a_rank_killed_by_sigkill_is_named_as_the_jobs_error(tmp_path, tracking_
     assert run.info.status == "FAILED" and "rank 1 was killed by SIGKILL" in run.data.tags["ddpx.error"]
 
 
-def test_a_hanging_rank_ends_the_job_within_the_timeout(run_ddpx):
+def test_a_hanging_rank_is_reported_and_ends_the_job_within_the_timeout(run_ddpx):
     start = time.monotonic()
-    result = run_ddpx("recipe", TINY, "--tracking", "none", "--timeout", "5", plugins=("ddpx_testplug_hang",),
-                      timeout=120)
+    result = run_ddpx("recipe", TINY, "--tracking", "none", "--timeout", "6", "--stall-report", "2",
+                      plugins=("ddpx_testplug_hang",), timeout=120)
     assert result.returncode == 1
     assert time.monotonic() - start < 60
     assert processes_with_marker(result.marker) == []
+    # while it hangs, rank 0 reports where the ranks stand still: rank 1 in the plugin's hook, rank 0
+    # in the first step's backward pass, where DDP waits for rank 1's gradients
+    assert "ddpx: no progress on rank(s)" in result.stdout
+    error = result.stderr[result.stderr.index("Before that, no progress on rank(s) 0, 1:"):]
+    assert re.search(r"rank 1 \(pid \d+ on .+\): the plugins' ddpx_fit_start hooks, for \d+ s", error), error
+    assert "rank 0 (pid" in error and "training epoch 1, step 1 (its batch, forward, and backward" in error
+    assert "Traceback" not in error
 
 
 def free_port() -> int:

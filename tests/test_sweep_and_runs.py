@@ -76,27 +76,3 @@ def test_runs_explains_a_missing_store_experiment_or_metric(run_ddpx, tmp_path):
     down = run_ddpx("runs", "--tracking-uri", "http://127.0.0.1:9")
     assert down.returncode == 2 and "no MLflow server answers at http://127.0.0.1:9" in down.stderr
     assert "Traceback" not in missing.output + unknown.output + down.output
-
-
-@pytest.mark.slow
-def test_a_store_lost_mid_run_costs_no_result_and_the_run_folder_uploads_in_full(run_ddpx, tmp_path):
-    lost, fresh = f"sqlite:///{tmp_path / 'lost.db'}", f"sqlite:///{tmp_path / 'fresh.db'}"
-    result = run_ddpx("recipe", TINY, "--tracking", "flaky", "--tracking-uri", lost, "train.max_epochs=3",
-                      plugins=("ddpx_testplug_flaky_tracker",))
-    assert result.returncode == 3, result.output
-    (run_dir,) = result.run_dirs()
-    assert f"record it with `ddpx upload {run_dir}`" in result.stderr and "the tracking server went away" in result.stderr
-    assert [line.startswith("Error:") for line in result.stderr.splitlines()].count(True) == 1
-    assert "Traceback" not in result.output
-    summary = result.summary()
-    uploaded = run_ddpx("upload", str(run_dir), "--tracking-uri", fresh)
-    assert uploaded.returncode == 0, uploaded.output
-    client = MlflowClient(fresh)
-    (run,) = client.search_runs([client.get_experiment_by_name("tiny_mlp").experiment_id])
-    assert run.info.status == "FINISHED" and run.data.params["train.lr"] == "0.1"
-    assert [m.step for m in client.get_metric_history(run.info.run_id, "dev_accuracy")] == [1, 2, 3]
-    assert run.data.metrics["heldout_accuracy"] == summary["heldout"]["heldout_accuracy"]
-    assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"recipe.toml", "heldout_confusion_matrix.png",
-                                                                       "model"}
-    missing = run_ddpx("upload", str(tmp_path / "nowhere"), "--tracking-uri", fresh)
-    assert missing.returncode == 2 and "is not a finished ddpx run folder" in missing.stderr

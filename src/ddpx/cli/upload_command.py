@@ -22,9 +22,12 @@ Examples:
 @click.option("--experiment", default=None, help="MLflow experiment.  [default: the run's own]")
 @click.option("--tracking", default="mlflow", show_default=True, help="The tracker to record the run with.")
 def upload_command(run_dir: Path, tracking_uri, experiment, tracking) -> None:
-    """Record a finished run folder as a new tracking run: its params, every epoch's metrics, the
-    held-out result, the reports and the best model. For a run whose tracking store went away
-    during training (ddpx says so at the end), or one trained with --tracking none."""
+    """Record a finished run folder in MLflow: its params, every epoch's metrics, the held-out
+    result, the reports and the best model. For a run whose tracking store went away during
+    training (ddpx says so at the end), or one trained with --tracking none.
+
+    If the store holds the run's own MLflow run (the store came back), that run is finished in
+    place with the epochs it lacks; otherwise a new run gets everything."""
     from ddpx.records.replay import upload_run
 
     tracker = upload_run(registry_with_warnings(), run_dir, tracking=tracking, uri=tracking_uri, experiment=experiment)

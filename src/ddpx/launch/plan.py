@@ -56,6 +56,9 @@ def check_rank_layout(settings: LaunchSettings) -> None:
         raise UserError(f"--max-restarts must be 0 or more, not {settings.max_restarts}.")
     if not 0 < settings.timeout_s < float("inf"):  # NaN fails both comparisons
         raise UserError(f"--timeout must be a positive, finite number of seconds, not {settings.timeout_s}.")
+    if not 0 <= settings.stall_report_s < float("inf"):
+        raise UserError(f"--stall-report must be 0 (never) or a finite number of seconds, not "
+                        f"{settings.stall_report_s}.")
 
 
 def check_checkpoints(recipe: Recipe, resume: str | None) -> str | None:

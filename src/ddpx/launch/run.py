@@ -6,6 +6,7 @@ hand the job to its launcher, and read the outcome back from the run folder — 
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import threading
 from contextlib import contextmanager
@@ -19,6 +20,7 @@ from ddpx.launch.job import Job
 from ddpx.plugin_host.registry import Registry
 from ddpx.records.failures import clear_failures, job_failure
 from ddpx.records.run_dir import RunDir, latest_run_dir
+from ddpx.records.stalls import clear_stalls, describe_stalls, read_stalls
 from ddpx.records.tracking import close_tracking_run
 
 
@@ -32,6 +34,7 @@ def prepare_run_dir(recipe: Recipe, job: Job) -> RunDir:
             for stale in (latest.summary_file, latest.stopped_file):
                 stale.unlink(missing_ok=True)
             clear_failures(latest)
+            clear_stalls(latest.path)
             print(f"ddpx: resuming the run in {latest.path}")
             return latest
         print(f"ddpx: no earlier run of {recipe.name} with a checkpoint; starting a new one")
@@ -102,19 +105,37 @@ def read_outcome(registry: Registry, job: Job, outcome: LaunchOutcome) -> RunSum
                         f"`ddpx recipe {job.requested} --resume auto`.", 130)
     if status == 0 and (job.launch.nnodes > 1 or outcome.detached) and not run_dir.summary_file.is_file():
         return None
-    if outcome.killed:
-        rank, name = outcome.killed[0]
-        failure = JobFailed(f"rank {rank} was killed by {name}, so the job stopped (the other ranks' errors follow "
-                            "from it). SIGKILL often means the machine ran out of memory (`dmesg` tells) or a "
-                            f"scheduler ended the job. The run folder is {run_dir.path}.", 1)
-        close_tracking_run(registry, job, "FAILED", str(failure))
-        raise failure
-    if status != 0 or not run_dir.summary_file.is_file():
-        log = f" and {run_dir.launcher_log}" if run_dir.launcher_log.is_file() else ""
-        failure = job_failure(run_dir, status, f"the job exited with status {status} and no rank recorded an error; "
-                                               f"see {run_dir.path}{log}")
+    if outcome.killed or status != 0 or not run_dir.summary_file.is_file():
+        failure = with_stalls(run_dir, killed_failure(run_dir, outcome.killed) if outcome.killed else
+                              job_failure(run_dir, status, no_record_message(run_dir, status)))
         close_tracking_run(registry, job, "FAILED", str(failure))
         raise failure
     summary = RunSummary.read(run_dir.summary_file)
     summary.run_dir = str(run_dir.path)
     return summary
+
+
+def killed_failure(run_dir: RunDir, killed: list[tuple[int, str]]) -> JobFailed:
+    rank, name = killed[0]
+    return JobFailed(f"rank {rank} was killed by {name}, so the job stopped (the other ranks' errors follow from it). "
+                     "SIGKILL often means the machine ran out of memory (`dmesg` tells) or a scheduler ended the "
+                     f"job. The run folder is {run_dir.path}.", 1)
+
+
+def no_record_message(run_dir: RunDir, status: int) -> str:
+    log = f" and {run_dir.launcher_log}" if run_dir.launcher_log.is_file() else ""
+    message = f"the job exited with status {status} and no rank recorded an error; see {run_dir.path}{log}"
+    free = shutil.disk_usage(run_dir.path).free
+    if free < 1 << 20:  # a rank cannot record its error on a full disk
+        message += (f". The disk holding the run folder has {free // 1024} KiB free: no space left is the likely "
+                    "cause. Free space there, or give --run-dir a folder on a larger disk.")
+    return message
+
+
+def with_stalls(run_dir: RunDir, failure: JobFailed) -> JobFailed:
+    """The failure, with where the ranks stood still before it, if any did (a hang that ended in
+    a peer's timeout names the rank that hung)."""
+    records = read_stalls(run_dir.path)
+    if not records:
+        return failure
+    return JobFailed(f"{failure}\nBefore that, {describe_stalls(records)}", failure.exit_code)

@@ -39,6 +39,8 @@ class LaunchSettings:
     runs_dir: str | None = _option(None, "Folder for run folders.  [default: ./ddpx-runs]", "--run-dir")
     timeout_s: float = _option(1800.0, "Seconds a rank waits for the others in a collective before the job fails.",
                                "--timeout")
+    stall_report_s: float = _option(300.0, "Report ranks that make no progress for this many seconds (which phase, "
+                                    "which collective, their pids); 0: never.", "--stall-report")
     log_model: bool = _option(True, "Log the best model as an MLflow model at the end (a few seconds; env "
                               "DDPX_LOG_MODEL).", "--log-model/--no-log-model", envvar="DDPX_LOG_MODEL")
     register: str | None = _option(None, "Also register the best model as a new version of this MLflow registered "

@@ -1,13 +1,12 @@
 """Checkpoints: the unwrapped model, optimizer, epoch, RNG states and tracking run id.
 
-Written atomically (a temporary file in the same folder, then a rename), so a crash mid-write
-never leaves a torn ``last.pt``. Read with ``torch.load(weights_only=True)``: a checkpoint that
+Written atomically (:mod:`ddpx.records.atomic_save`), so a crash or a full disk mid-write never
+leaves a torn ``last.pt``. Read with ``torch.load(weights_only=True)``: a checkpoint that
 needs arbitrary pickled objects is refused.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import re
 from pathlib import Path
@@ -17,6 +16,7 @@ import numpy as np
 import torch
 
 from ddpx.contract.errors import UserError
+from ddpx.records.atomic_save import save_atomically
 
 FORMAT = "ddpx-checkpoint"
 VERSION = 1
@@ -74,10 +74,7 @@ def restore_rng_state(state: Mapping[str, Any]) -> None:
 
 def save_checkpoint(path: Path, state: Mapping[str, Any]) -> None:
     """Write ``state`` (plus the format marker) to ``path`` atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    torch.save({"format": FORMAT, "version": VERSION, **state}, tmp)
-    os.replace(tmp, path)
+    save_atomically({"format": FORMAT, "version": VERSION, **state}, path, f"the checkpoint {path.name}")
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:

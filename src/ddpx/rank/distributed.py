@@ -17,6 +17,7 @@ import torch
 import torch.distributed as dist
 
 from ddpx.contract.errors import UserError
+from ddpx.rank.stall import BEACON
 
 REQUIRED_ENV = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK")
 
@@ -124,7 +125,9 @@ def process_group(backend: str, env: RankEnv, device: torch.device, timeout_s: f
         raise
     # Every rank finishes its last collective before any rank leaves; otherwise a fast rank
     # tears its gloo pairs down under a peer that is still receiving.
-    dist.barrier()
+    BEACON.at("finishing (every rank leaves together)")
+    with BEACON.waiting_in("barrier"):
+        dist.barrier()
     teardown()
 
 
@@ -144,14 +147,16 @@ def teardown() -> None:
 def barrier() -> None:
     """Wait for every rank (no-op outside a process group)."""
     if dist.is_initialized():
-        dist.barrier()
+        with BEACON.waiting_in("barrier"):
+            dist.barrier()
 
 
 def all_reduce_sum(values: torch.Tensor) -> torch.Tensor:
     """Sum a tensor over all ranks (returns a new tensor)."""
     values = values.clone()
     if dist.is_initialized():
-        dist.all_reduce(values, op=dist.ReduceOp.SUM)
+        with BEACON.waiting_in("all_reduce"):
+            dist.all_reduce(values, op=dist.ReduceOp.SUM)
     return values
 
 
@@ -166,13 +171,15 @@ def all_gather_rows(local: torch.Tensor) -> torch.Tensor:
     world = dist.get_world_size()
     count = torch.tensor([local.shape[0]], device=local.device, dtype=torch.long)
     counts = [torch.zeros_like(count) for _ in range(world)]
-    dist.all_gather(counts, count)
+    with BEACON.waiting_in("all_gather"):
+        dist.all_gather(counts, count)
     sizes = [int(c.item()) for c in counts]
     longest = max(sizes)
     padded = torch.zeros((longest, *local.shape[1:]), dtype=local.dtype, device=local.device)
     padded[: local.shape[0]] = local
     gathered = [torch.empty_like(padded) for _ in range(world)]
-    dist.all_gather(gathered, padded)
+    with BEACON.waiting_in("all_gather"):
+        dist.all_gather(gathered, padded)
     return torch.cat([rows[:size] for rows, size in zip(gathered, sizes)])
 
 
@@ -181,5 +188,6 @@ def broadcast_object(obj: Any, src: int = 0) -> Any:
     if not dist.is_initialized():
         return obj
     box = [obj]
-    dist.broadcast_object_list(box, src=src)
+    with BEACON.waiting_in("broadcast"):
+        dist.broadcast_object_list(box, src=src)
     return box[0]

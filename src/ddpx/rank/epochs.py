@@ -16,11 +16,12 @@ from ddpx.rank.distributed import all_reduce_sum
 from ddpx.rank.evaluation import evaluate
 from ddpx.rank.rank_run import RankRun
 from ddpx.rank.signals import Preempted, StopRequests
+from ddpx.rank.stall import BEACON
 from ddpx.rank.sync_check import check_parameters_in_sync
 from ddpx.rank.training_checkpoint import write_last
 from ddpx.rank.training_state import Position, clone_state
 from ddpx.rank.transfer import to_device
-from ddpx.records.tracking import append_metrics
+from ddpx.records.tracking import append_metrics, log_epoch
 
 
 def is_better(value: float, loss: float, best: tuple[float, float] | None, metric: MetricSpec) -> bool:
@@ -78,6 +79,8 @@ def train_epoch(run: RankRun, epoch: int, stops: StopRequests) -> torch.Tensor:
                               num_workers=train["num_workers"], collate_fn=run.data.collate_fn,
                               drop_last=train["drop_last"], skip_batches=position.step)
     totals = torch.tensor(position.totals, dtype=torch.float64, device=device)
+    BEACON.at(f"training epoch {epoch}, step {{}} (its batch, forward, and backward, in which DDP all-reduces "
+              "the gradients)", position.step + 1)
     with run.console.epoch_bar(epoch, train["max_epochs"], state.batches_per_epoch) as bar:
         for inputs, targets in loader:
             loss = train_step(run, inputs, targets)
@@ -88,6 +91,7 @@ def train_epoch(run: RankRun, epoch: int, stops: StopRequests) -> torch.Tensor:
                 check_parameters_in_sync(state.model, f"step {position.step} of epoch {epoch}")
             bar.advance(loss)
             log_step(run, epoch, loss)
+            BEACON.progress(position.step + 1)
             if position.step < state.batches_per_epoch and stops.agreed(position.step, device):
                 write_last(run, False, totals)
                 run.registry.pm.hook.ddpx_preempted(context=run.context)
@@ -131,6 +135,7 @@ def finish_epoch(run: RankRun, epoch: int, totals: torch.Tensor, started: float)
     """Dev evaluation, model selection, the checkpoint, the metrics (run folder, tracker, terminal)."""
     state, metric = run.state, run.parts.metric
     train_seconds = time.perf_counter() - started
+    BEACON.at(f"the end of epoch {epoch}: the dev evaluation and the checkpoint")
     summed = all_reduce_sum(totals)
     dev = evaluate(state.model, run.data.dev, **run.evaluation_options())
     improved = is_better(dev.metric, dev.loss, state.selection.best, metric)
@@ -151,6 +156,6 @@ def finish_epoch(run: RankRun, epoch: int, totals: torch.Tensor, started: float)
     if run.env.is_main:
         append_metrics(run.job.run_dir.metrics_file, {"epoch": epoch, **metrics})
         if run.tracker:
-            run.tracker.log_metrics(metrics, step=epoch)
+            log_epoch(run.tracker, run.job, epoch, metrics)
         run.console.epoch_line(epoch, run.train["max_epochs"], metrics, improved)
     run.registry.pm.hook.ddpx_epoch_end(context=run.context, epoch=epoch, metrics=metrics)

@@ -18,6 +18,7 @@ from torch.utils.data import Dataset
 from ddpx.rank.batching import evaluation_batches
 from ddpx.contract.specs import MetricSpec
 from ddpx.rank.distributed import all_gather_rows, broadcast_object
+from ddpx.rank.stall import BEACON
 from ddpx.rank.losses import LossFn
 from ddpx.rank.transfer import to_device
 
@@ -75,6 +76,7 @@ def predict(
             out = model(to_device(inputs, device))
         outputs.append(out.float())
         targets.append(target.to(device))
+        BEACON.touch()
     if outputs:
         local_out, local_targets = torch.cat(outputs), torch.cat(targets)
     else:  # a rank with an empty shard still joins the gather, with rows of the right shape

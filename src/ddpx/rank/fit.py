@@ -26,6 +26,7 @@ from ddpx.rank.evaluation import evaluate
 from ddpx.rank.optim import seed_everything
 from ddpx.rank.progress import RankConsole
 from ddpx.rank.rank_run import RankRun
+from ddpx.rank.stall import BEACON
 from ddpx.rank.training_state import Components, build_training_state, restore
 from ddpx.records.dataset_record import dataset_record
 from ddpx.records.guarded_tracker import GuardedTracker
@@ -39,16 +40,21 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
     started = time.perf_counter()
     parts = Components.of(job, registry)
     seed_everything(job.config["train"]["seed"])
+    BEACON.at(f"building the data of task {parts.task.name}")
     data = build_task_data(job, parts, env, device, console)
     if tracker:
         tracker.log_dataset(dataset_record(parts.task.name, data, job.config["dataset"], job.config["train"]["seed"]))
+    BEACON.at("building the model, its wrapper and the optimizer")
     state = build_training_state(job, registry, parts, data, env, device, resume)
     if resume is not None:
         console.print(restore(state, resume, env))
     run = RankRun(job, registry, env, device, console, tracker, parts, data, state)
+    BEACON.at("the plugins' ddpx_fit_start hooks")
     registry.pm.hook.ddpx_fit_start(context=run.context)
     run_epochs(run)
+    BEACON.at("the held-out evaluation, its reports and the exported model")
     summary = evaluate_heldout(run, started)
+    BEACON.at("the plugins' ddpx_fit_end hooks")
     registry.pm.hook.ddpx_fit_end(context=run.context, result=summary)
     return summary
 

@@ -21,6 +21,8 @@ import time
 import torch
 import torch.distributed as dist
 
+from ddpx.rank.stall import BEACON
+
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM arrived: stop now, as for Ctrl-C."""
@@ -84,7 +86,8 @@ class StopRequests:
                                dtype=torch.float64, device=device)
         if force:  # an epoch's end: the next epoch's steps are timed afresh
             self._timed_from = None
-            dist.all_reduce(message, op=dist.ReduceOp.MAX)
+            with BEACON.waiting_in("all_reduce (the stop check)"):
+                dist.all_reduce(message, op=dist.ReduceOp.MAX)
             return bool(message[0].item())
         self._pending = (message, dist.all_reduce(message, op=dist.ReduceOp.MAX, async_op=True))
         return False
@@ -101,7 +104,8 @@ class StopRequests:
             return False
         message, work = self._pending
         self._pending = None
-        work.wait()
+        with BEACON.waiting_in("all_reduce (the stop check)"):
+            work.wait()
         requested, seconds_per_step = message.tolist()
         if self.adaptive:  # every rank read the same values: every rank picks the same interval
             self.every = interval_for(seconds_per_step, self.every)

@@ -11,6 +11,7 @@ import torch.distributed as dist
 
 from ddpx.rank.checkpoint import rng_state, save_checkpoint, unwrap
 from ddpx.rank.rank_run import RankRun
+from ddpx.rank.stall import BEACON
 
 
 def gather_rank_states(totals: torch.Tensor) -> list[dict[str, Any]]:
@@ -19,7 +20,8 @@ def gather_rank_states(totals: torch.Tensor) -> list[dict[str, Any]]:
     if not dist.is_initialized():
         return [mine]
     states: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(states, mine)
+    with BEACON.waiting_in("all_gather (the checkpoint's RNG states)"):
+        dist.all_gather_object(states, mine)
     return states
 
 

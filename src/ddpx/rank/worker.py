@@ -61,6 +61,7 @@ def _run(job: Job) -> None:
     from ddpx.rank.distributed import RankEnv, device_for, process_group
     from ddpx.rank.progress import RankConsole
     from ddpx.rank.resume import load_resume_state
+    from ddpx.rank.stall import BEACON, watching_for_stalls
 
     env = RankEnv.from_environ()
     _limit_threads(job)
@@ -69,12 +70,16 @@ def _run(job: Job) -> None:
     backend = registry.get("backends", job.launch.backend)
     device = device_for(backend.device_type, env.local_rank)
     resume = load_resume_state(job, env.world_size)
-    with process_group(backend.name, env, device, timeout_s=job.launch.timeout_s):
-        tracker = _start_tracker(job, registry, device, console, resume) if env.is_main else None
-        if env.is_main:
-            _import_metric_modules(job, registry)
-        gc.freeze()  # what is loaded by now lives as long as the rank: later collections skip it
-        _fit_and_record(job, registry, env, device, console, tracker, resume)
+    report = (lambda text: console.print(f"ddpx: {text}", markup=False, style="yellow")) if env.is_main else None
+    with watching_for_stalls(job.run_dir.path, env.rank, job.launch.stall_report_s, report):
+        BEACON.at("joining the process group")
+        with process_group(backend.name, env, device, timeout_s=job.launch.timeout_s):
+            BEACON.at("starting the tracking run")
+            tracker = _start_tracker(job, registry, device, console, resume) if env.is_main else None
+            if env.is_main:
+                _import_metric_modules(job, registry)
+            gc.freeze()  # what is loaded by now lives as long as the rank: later collections skip it
+            _fit_and_record(job, registry, env, device, console, tracker, resume)
 
 
 def _fit_and_record(job, registry, env, device, console, tracker, resume) -> None:

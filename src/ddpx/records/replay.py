@@ -2,7 +2,8 @@
 went away mid-run, or one trained with ``--tracking none``.
 
 Everything comes from the run folder, which ddpx writes whatever the tracker does: params and
-tags from ``job.json`` (as rank 0 records them), every epoch's metrics from ``metrics.jsonl``,
+tags from ``job.json`` (as rank 0 records them), every epoch's metrics from ``metrics.jsonl``
+(only those after the last one the tracker took, when its own run is continued),
 the held-out result, the note and the best model from ``summary.json`` and ``model/``, and the
 report files. Per-step curves (``step/*``) are not kept in the folder and are not replayed.
 """
@@ -19,7 +20,7 @@ from ddpx.contract.records import RunSummary
 from ddpx.launch.job import Job
 from ddpx.records.guarded_tracker import GuardedTracker
 from ddpx.records.run_dir import RunDir
-from ddpx.records.tracking import record_result, start_job_run
+from ddpx.records.tracking import log_epoch, read_tracking_record, record_result, start_job_run
 
 if TYPE_CHECKING:  # pragma: no cover
     from ddpx.plugin_host.registry import Registry
@@ -39,17 +40,21 @@ def load_finished_job(folder: Path, tracking: str, uri: str | None, experiment: 
 
 def upload_run(registry: "Registry", folder: Path, *, tracking: str = "mlflow", uri: str | None = None,
                experiment: str | None = None) -> GuardedTracker:
-    """Record the finished run in ``folder`` as a new run of ``tracking``; return its tracker."""
+    """Record the finished run in ``folder`` with ``tracking``; return its tracker.
+
+    If the store already holds the run's own tracking run (its store went away mid-run and is
+    back), that run is finished with the epochs it lacks; otherwise a new run gets everything.
+    """
     job, summary = load_finished_job(folder, tracking, uri, experiment)
     spec = registry.get("trackers", tracking, key="--tracking")
     for step in (spec.check, spec.prepare):
         if step is not None:
             step(job)
-    device_type = registry.get("backends", job.launch.backend).device_type
-    tracker = start_job_run(registry, job, device_type, warn=lambda text: None)
+    tracker, epochs_logged = open_run(registry, job)
     for line in job.run_dir.metrics_file.read_text(encoding="utf-8").splitlines() if job.run_dir.metrics_file.is_file() else []:
         record = json.loads(line)
-        tracker.log_metrics({k: v for k, v in record.items() if k != "epoch"}, step=int(record["epoch"]))
+        if int(record["epoch"]) > epochs_logged:
+            log_epoch(tracker, job, int(record["epoch"]), {k: v for k, v in record.items() if k != "epoch"})
     for path in sorted((job.run_dir.path / "reports").glob("*")):
         tracker.log_artifact(path)
     for path in sorted((job.run_dir.path / "model").glob("*")):
@@ -58,3 +63,15 @@ def upload_run(registry: "Registry", folder: Path, *, tracking: str = "mlflow", 
     if tracker.error:
         raise UserError(f"the run folder could not be recorded: {tracker.error}. Check --tracking-uri and try again.")
     return tracker
+
+
+def open_run(registry: "Registry", job: Job) -> tuple[GuardedTracker, int]:
+    """The run's own tracking run continued, with the number of epochs it holds, if the store
+    has it; else a new run (holding none)."""
+    device_type = registry.get("backends", job.launch.backend).device_type
+    record = read_tracking_record(job)
+    if record.get("tracker") == job.launch.tracking and record.get("run_id"):
+        own = start_job_run(registry, job, device_type, warn=lambda text: None, resume_run_id=record["run_id"])
+        if own.error is None:
+            return own, int(record.get("epochs_logged", 0))
+    return start_job_run(registry, job, device_type, warn=lambda text: None), 0

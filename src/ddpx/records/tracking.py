@@ -119,9 +119,29 @@ def start_job_run(registry: "Registry", job: Job, device_type: str, warn: Callab
     if tracker.run_id:
         if not resume_run_id:
             tracker.log_artifact(job.run_dir.recipe_file)
-        job.run_dir.tracking_file.write_text(json.dumps({"tracker": job.launch.tracking, "run_id": tracker.run_id}),
-                                             encoding="utf-8")
+        logged = read_tracking_record(job).get("epochs_logged", 0) if resume_run_id else 0
+        write_tracking_record(job, tracker, logged)
     return tracker
+
+
+def read_tracking_record(job: Job) -> dict[str, Any]:
+    """``tracking.json``: the tracker, its run id, and how many epochs it took (``{}`` if none)."""
+    path = job.run_dir.tracking_file
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def write_tracking_record(job: Job, tracker: GuardedTracker, epochs_logged: int) -> None:
+    """Note the run id and the epochs the tracker took, so that ``ddpx upload`` can finish this
+    same run with the epochs after them if the tracker goes away later."""
+    record = {"tracker": job.launch.tracking, "run_id": tracker.run_id, "epochs_logged": epochs_logged}
+    job.run_dir.tracking_file.write_text(json.dumps(record), encoding="utf-8")
+
+
+def log_epoch(tracker: GuardedTracker, job: Job, epoch: int, metrics: Mapping[str, float]) -> None:
+    """Log one epoch's metrics; while the tracker takes them, ``tracking.json`` says so."""
+    tracker.log_metrics(metrics, step=epoch)
+    if tracker.error is None and tracker.run_id:
+        write_tracking_record(job, tracker, epoch)
 
 
 def close_tracking_run(registry: "Registry", job: Job, status: str, error: str) -> None:

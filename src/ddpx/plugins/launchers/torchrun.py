@@ -11,6 +11,8 @@ never removes it).
 
 from __future__ import annotations
 
+import re
+import signal
 import sys
 
 from ddpx.api import WORKER_MODULE, Job, LaunchOutcome, LauncherSpec, UserError, hookimpl, run_supervised
@@ -39,8 +41,32 @@ def check(job: Job) -> None:
         )
 
 
+# torchrun's failure summary (torch.distributed.elastic's ChildFailedError) gives, for each rank
+# that failed, "rank : R (local_rank: L)" and then "exitcode : -N (pid: P)" when signal N ended it
+SIGNALLED_RANK = re.compile(r"rank\s*:\s*(\d+) \(local_rank: \d+\)\s*\n\s*exitcode\s*:\s*-(\d+) \(pid")
+
+
 def launch(job: Job) -> LaunchOutcome:
-    return LaunchOutcome(run_torchrun(job))
+    start = job.run_dir.launcher_log.stat().st_size if job.run_dir.launcher_log.is_file() else 0
+    status = run_torchrun(job)
+    with job.run_dir.launcher_log.open(encoding="utf-8", errors="replace") as log:
+        log.seek(start)
+        killed = killed_ranks(log.read()) if status not in (0, 130) else ()
+    return LaunchOutcome(status, killed=killed)
+
+
+def killed_ranks(summary: str) -> tuple[tuple[int, str], ...]:
+    """The ranks a signal killed, from torchrun's failure summary — not those torchrun itself
+    stopped with SIGTERM or SIGINT after the first failure."""
+    killed = []
+    for rank, number in SIGNALLED_RANK.findall(summary):
+        try:
+            name = signal.Signals(int(number)).name
+        except ValueError:
+            name = f"signal {number}"
+        if name not in ("SIGTERM", "SIGINT"):
+            killed.append((int(rank), name))
+    return tuple(killed)
 
 
 def run_torchrun(job: Job) -> int:

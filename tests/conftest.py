@@ -31,7 +31,7 @@ LONGEST_FIRST = ["test_smiles_e2e.py", "test_signals_and_nodes.py", "test_traini
                  "test_mlflow_server_and_ui.py", "test_slurm.py", "test_vision_e2e.py", "test_sweep_and_runs.py",
                  "test_bad_input.py", "test_logged_model.py", "test_example_plugin.py", "test_wrappers.py",
                  "test_job_on_one_machine.py", "test_vision_real_mnist.py", "test_runs_table.py",
-                 "test_exact_evaluation.py"]
+                 "test_exact_evaluation.py", "test_tracking_store_lost.py"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -32,10 +32,10 @@ def test_ctrl_c_or_sigterm_stops_every_rank_and_marks_the_run_killed(tmp_path, t
     env.pop("MLFLOW_TRACKING_URI", None)
     process = subprocess.Popen(
         [sys.executable, "-m", "ddpx", "recipe", TINY, "--launcher", launcher, "--tracking-uri",
-         tracking_uri, "--experiment", experiment, "train.max_epochs=50", "train.patience=0"],
+         tracking_uri, "--experiment", experiment, "train.max_epochs=500", "train.patience=0"],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    for line in process.stdout:  # wait until training is under way
-        if "epoch 1/50" in line:
+    for line in process.stdout:  # under way (of 500 epochs: still running, however late this is read)
+        if "epoch 1/500" in line:
             break
     process.send_signal(stop)
     start = time.monotonic()
@@ -68,10 +68,10 @@ def test_a_rank_killed_by_sigkill_is_named_as_the_jobs_error(tmp_path, tracking_
     env = {**os.environ, "DDPX_TEST_MARKER": marker, "DDPX_LOG_MODEL": "false", "DDPX_SYSTEM_METRICS": "false"}
     env.pop("MLFLOW_TRACKING_URI", None)
     args = [sys.executable, "-m", "ddpx", "recipe", TINY, "--launcher", launcher, "--tracking-uri", tracking_uri,
-            "--experiment", experiment, "train.max_epochs=12", "dataset.train_size=3000"]
+            "--experiment", experiment, "train.max_epochs=100", "dataset.train_size=3000"]
     process = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for line in process.stdout:  # wait until training is under way
-        if "epoch 1/12" in line:
+        if "epoch 1/100" in line:
             break
     ranks = rank_processes(marker)
     assert len(ranks) == 2

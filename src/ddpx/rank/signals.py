@@ -16,6 +16,7 @@ steps instead.
 from __future__ import annotations
 
 import signal
+import sys
 import time
 
 import torch
@@ -31,6 +32,15 @@ class Terminated(KeyboardInterrupt):
 def raise_terminated(signum, frame) -> None:
     """The SIGTERM handler of every rank: a clean, recorded stop."""
     raise Terminated("terminated by SIGTERM")
+
+
+def quiet_stops(unraisable) -> None:
+    """``sys.unraisablehook`` of every rank: a stop (SIGTERM, SIGINT) that lands inside a callback
+    Python cannot raise from — an import lock's, a finaliser — is not printed as an ignored
+    exception with a traceback; the launcher ends such a rank after its grace period."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 class Preempted(Exception):

@@ -30,3 +30,41 @@ def write_smiles_csv(path: Path, n: int = 240, seed: int = 0, *, bom: bool = Tru
     text = "\r\n".join(lines) + "\r\n" + extra_rows
     path.write_bytes(("\ufeff" if bom else "").encode() + text.encode("utf-8"))
     return path
+
+
+LABELS = ["has Cl", "has, Br", "rare"]  # a space, and a comma (quoted), as in SIDER's column names
+
+
+def _cells(i: int, smiles: str, n_labels: int) -> list[str]:
+    """Label 0 is chlorine; label 1 bromine, a fifth of its cells missing; the last (of three or
+    more) is missing for all but every tenth molecule; any others alternate the two rules, each
+    with its own missing cells."""
+    chlorine, bromine = "Cl" in smiles, "Br" in smiles
+    cells = []
+    for j in range(n_labels):
+        if j == 0:
+            cells.append(str(int(chlorine)))
+        elif j == n_labels - 1 and n_labels >= 3:
+            cells.append(str(i % 20 // 10) if i % 10 == 0 else "")
+        else:
+            rule = bromine if j % 2 else chlorine
+            cells.append("" if i % (j + 4) == 0 else str(int(rule)))
+    return cells
+
+
+def write_multilabel_csv(path: Path, n: int = 300, seed: int = 0, *, labels: list[str] = LABELS,
+                         smiles_column: str = "smiles", gzip_it: bool = False) -> Path:
+    """Tox21's shape: ``smiles``, then 0/1 label columns with empty cells for missing labels, then
+    ``mol_id``; column names quoted (SIDER's hold commas); gzip-compressed like the published files."""
+    rng = random.Random(seed)
+    lines = [f"{smiles_column}," + ",".join(f'"{name}"' for name in labels) + ",mol_id"]
+    for i in range(n):
+        smiles = molecule(rng, i % 3 != 0)
+        lines.append(f"{smiles},{','.join(_cells(i, smiles, len(labels)))},TOX{i}")
+    data = ("\r\n".join(lines) + "\r\n").encode("utf-8")
+    if gzip_it:
+        import gzip
+
+        data = gzip.compress(data)
+    path.write_bytes(data)
+    return path

@@ -79,6 +79,12 @@ CASES = {
     "nan timeout": Case(["recipe", TINY, "--timeout", "nan"], "--timeout must be a positive, finite number"),
     "infinite timeout": Case(["recipe", TINY, "--timeout", "inf"], "--timeout must be a positive, finite number"),
     "negative stall report": Case(["recipe", TINY, "--stall-report", "-1"], "--stall-report must be 0 (never) or"),
+    # several labels
+    "label columns not a list": Case(["recipe", "clintox_rnn", "dataset.label_columns=CT_TOX"],
+                                     "'dataset.label_columns' must be a list of text"),
+    "a label column without labels": Case(["recipe", "clintox_rnn", "dataset.path=clintox.csv"],
+                                          "label column 'CT_TOX' of", files=_write(
+                                              "clintox.csv", b"smiles,FDA_APPROVED,CT_TOX\nCCO,1,\nCCCl,0,NaN\n")),
     # names that would become paths out of the run folder
     "name with ../": Case(["recipe", TINY, "name=../../escaped"], "'name' cannot be '../../escaped'"),
     "absolute name": Case(["recipe", TINY, "name=/tmp/escaped"], "a path separator or a leading '.'"),

@@ -3,7 +3,8 @@
 A resolved recipe is a nested mapping (``{"train": {"lr": 0.1}}``); its keys are written dotted
 (``train.lr``). Every key has a :class:`~ddpx.contract.specs.Param` whose default fixes the
 type, so ``train.lr=0.05`` on the command line becomes a float and ``train.lr=fast`` is an
-error before anything starts.
+error before anything starts. A key whose default is a list takes a list of text, written as in
+TOML: ``dataset.label_columns=["FDA_APPROVED", "CT_TOX"]``.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def parse_override(text: str) -> tuple[str, str]:
 
 
 def _type_name(value: Any) -> str:
-    return {bool: "true or false", int: "an integer", float: "a number", str: "text"}.get(type(value), type(value).__name__)
+    names = {bool: "true or false", int: "an integer", float: "a number", str: "text", list: "a list of text"}
+    return names.get(type(value), type(value).__name__)
 
 
 def coerce(key: str, value: Any, param: Param, *, from_text: bool) -> Any:
@@ -86,6 +88,13 @@ def _from_text(text: str, expected: type) -> Any:
         return int(text)
     if expected is float:
         return float(text)
+    if expected is list:
+        import tomllib
+
+        try:
+            return tomllib.loads(f"value = {text}")["value"]
+        except tomllib.TOMLDecodeError:
+            raise ValueError(text) from None
     return text
 
 
@@ -94,7 +103,7 @@ def _check_type(value: Any, expected: type) -> Any:
         return float(value)
     if expected is int and isinstance(value, bool):
         raise ValueError(value)
-    if not isinstance(value, expected):
+    if not isinstance(value, expected) or (expected is list and not all(isinstance(v, str) for v in value)):
         raise ValueError(value)
     return value
 
@@ -102,6 +111,8 @@ def _check_type(value: Any, expected: type) -> Any:
 def _example(default: Any) -> str:
     if isinstance(default, bool):
         return "true"
+    if isinstance(default, list):
+        return '["a", "b"]'
     return str(default) if default != "" else "VALUE"
 
 
@@ -111,6 +122,10 @@ INT64 = 2**63
 
 def _check_general(key: str, value: Any) -> None:
     """The rules every key gets, whatever its Param declares."""
+    if isinstance(value, list):
+        for item in value:
+            _check_general(key, item)
+        return
     if isinstance(value, float) and not math.isfinite(value):
         raise UserError(f"'{key}' must be a finite number, not {value!r}.")
     if isinstance(value, str):

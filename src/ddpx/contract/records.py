@@ -115,7 +115,8 @@ class RunSummary:
     reads back (the same on every rank when ``ddpx_fit_end`` sees it).
 
     ``heldout`` maps ``heldout_<metric>`` and ``heldout_loss`` to their values; ``best_dev`` is the
-    dev metric of the selected epoch (sweeps choose on it, never on held-out).
+    dev metric of the selected epoch (sweeps choose on it, never on held-out). A task with
+    several labels also has ``by_label``: ``heldout_<metric>/<label>`` for each label it scored.
     """
 
     heldout: dict[str, float]
@@ -130,6 +131,7 @@ class RunSummary:
     tracker_hint: str | None = None
     run_dir: str = ""
     tracking_error: str | None = None  # the tracker failed during the run: the record is incomplete
+    by_label: dict[str, float] = field(default_factory=dict)  # several labels: heldout_<metric>/<label>
 
     @property
     def heldout_metric(self) -> tuple[str, float]:

@@ -1,8 +1,8 @@
 """Built-in metrics, computed over a complete split.
 
 ``accuracy`` takes class logits ``(N, C)`` (argmax) or binary logits ``(N,)`` (threshold 0) and
-needs numpy only; ``roc_auc`` takes binary logits ``(N,)`` or two-class logits ``(N, 2)`` and is
-scikit-learn's, whose import (with pandas and pyarrow, over a second) the computing rank does
+needs numpy only; ``roc_auc`` takes binary logits ``(N,)`` or two-class logits ``(N, 2)`` — or,
+with several labels, targets and logits ``(N, L)`` — and is scikit-learn's, whose import (with pandas and pyarrow, over a second) the computing rank does
 while it starts (``MetricSpec.imports``).
 """
 
@@ -22,17 +22,31 @@ def accuracy(targets, outputs) -> float:
 
 
 def roc_auc(targets, outputs) -> float:
-    from sklearn.metrics import roc_auc_score
-
+    """ROC-AUC of one label; of several (targets ``(N, L)``, NaN where a molecule lacks a label),
+    MoleculeNet's: each label's ROC-AUC over the molecules that have it, averaged over the labels
+    with both classes in the split."""
     from ddpx.api import UserError
 
+    if targets.ndim == 2:
+        scores = [_one_roc_auc(column[column == column], outputs[column == column, j])
+                  for j, column in enumerate(targets.T) if len(set(column[column == column].tolist())) == 2]
+        if not scores:
+            raise UserError("ROC-AUC needs both classes of at least one label in the split, but no label has them. "
+                            "Use more data, or another split.")
+        return float(sum(scores) / len(scores))
     scores = outputs[:, 1] - outputs[:, 0] if outputs.ndim == 2 and outputs.shape[1] == 2 else outputs.reshape(-1)
     labels = targets.reshape(-1).astype(int)
     if len(set(labels.tolist())) < 2:
         raise UserError(
             "ROC-AUC needs both classes in the split, but it holds only one. Use more data or a stratified split."
         )
-    return float(roc_auc_score(labels, scores))
+    return _one_roc_auc(labels, scores)
+
+
+def _one_roc_auc(labels, scores) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(labels.astype(int), scores))
 
 
 @hookimpl

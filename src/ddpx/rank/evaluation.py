@@ -8,14 +8,16 @@ and the metric is computed on rank 0 over the complete split, then shared with e
 
 from __future__ import annotations
 
+import re
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 from torch.utils.data import Dataset
 
 from ddpx.rank.batching import evaluation_batches
+from ddpx.contract.errors import UserError
 from ddpx.contract.specs import MetricSpec
 from ddpx.rank.distributed import all_gather_rows, broadcast_object
 from ddpx.rank.stall import BEACON
@@ -117,3 +119,22 @@ def evaluate(model: torch.nn.Module, dataset: Dataset, *, metric: MetricSpec, lo
     if keep_predictions and predict_options["rank"] == 0:
         return Evaluation(shared.metric, shared.loss, shared.count, preds)
     return shared
+
+
+def per_label_metrics(predictions: Predictions | None, metric: MetricSpec, labels: Sequence[str],
+                      prefix: str) -> dict[str, float]:
+    """``{"<prefix>_<metric>/<label>": value}`` for each of several labels, over the samples
+    that have it (a label the metric cannot score in this split — one class only — is left out).
+    Names keep to the characters trackers accept."""
+    if predictions is None or predictions.targets.dim() < 2 or len(labels) < 2:
+        return {}
+    targets, outputs = predictions.targets.numpy(), predictions.outputs.numpy()
+    values = {}
+    for j, label in enumerate(labels):
+        present = targets[:, j] == targets[:, j]
+        try:
+            value = metric.compute(targets[present, j], outputs[present, j])
+        except (UserError, ValueError):
+            continue
+        values[f"{prefix}_{metric.name}/{re.sub(r'[^A-Za-z0-9_. -]', '_', label)}"] = float(value)
+    return values

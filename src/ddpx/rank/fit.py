@@ -20,9 +20,9 @@ from ddpx.contract.errors import UserError
 from ddpx.contract.records import DataRequest, RunSummary, TaskData
 from ddpx.launch.job import Job
 from ddpx.plugin_host.registry import Registry
-from ddpx.rank.distributed import RankEnv, barrier
+from ddpx.rank.distributed import RankEnv, barrier, broadcast_object
 from ddpx.rank.epochs import run_epochs
-from ddpx.rank.evaluation import evaluate
+from ddpx.rank.evaluation import evaluate, per_label_metrics
 from ddpx.rank.optim import seed_everything
 from ddpx.rank.progress import RankConsole
 from ddpx.rank.rank_run import RankRun
@@ -87,8 +87,10 @@ def evaluate_heldout(run: RankRun, started: float) -> RunSummary:
         for path in write_model_files(folder / "model", selection.best_state, run.job.config, run.data.info):
             if run.tracker:
                 run.tracker.log_artifact(path, "model")
+    by_label = per_label_metrics(heldout.predictions, metric, run.data.info.get("labels") or [], "heldout")
     return RunSummary(
         heldout=heldout.as_metrics("heldout", metric.name),
+        by_label=broadcast_object(by_label),
         metric=metric.name,
         greater_is_better=metric.greater_is_better,
         best_dev=selection.best[0] if selection.best else None,

@@ -17,7 +17,13 @@ def _cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 
 def _bce_with_logits(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    return F.binary_cross_entropy_with_logits(logits.reshape(-1), targets.reshape(-1).to(logits.dtype))
+    """Binary cross-entropy; with several labels (targets ``(N, L)``) the mean over the cells
+    that hold a label — a missing one (NaN) adds nothing to the loss and nothing to the gradient."""
+    if targets.dim() < 2:
+        return F.binary_cross_entropy_with_logits(logits.reshape(-1), targets.reshape(-1).to(logits.dtype))
+    present = ~torch.isnan(targets)
+    cells = F.binary_cross_entropy_with_logits(logits, torch.nan_to_num(targets).to(logits.dtype), reduction="none")
+    return torch.where(present, cells, torch.zeros_like(cells)).sum() / present.sum().clamp(min=1)
 
 
 LOSSES: dict[str, LossFn] = {"cross_entropy": _cross_entropy, "bce_with_logits": _bce_with_logits}

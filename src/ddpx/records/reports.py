@@ -3,7 +3,8 @@
 Over exactly the held-out split, in dataset order:
 
 - binary tasks (``bce_with_logits``): ``heldout_roc_curve.png`` and ``heldout_predictions.csv``
-  (index, target, logit, probability of class 1);
+  (index, target, logit, probability of class 1); with several labels, the reports of
+  :mod:`ddpx.records.label_reports`;
 - multi-class tasks (``cross_entropy``): ``heldout_confusion_matrix.png`` (rows are true
   classes, columns predicted ones) and ``heldout_predictions.csv`` (index, target, predicted,
   probability of the predicted class).
@@ -18,7 +19,7 @@ from typing import Any, Mapping
 import numpy as np
 
 
-def _figure(size: tuple[float, float]):
+def new_figure(size: tuple[float, float]):
     """A figure drawn straight to PNG by Agg: no pyplot (its import and global state cost each
     run half a second), nothing left open."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -29,7 +30,7 @@ def _figure(size: tuple[float, float]):
     return fig, fig.add_subplot()
 
 
-def _save(fig, path: Path) -> Path:
+def save_figure(fig, path: Path) -> Path:
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
@@ -39,7 +40,7 @@ def _save(fig, path: Path) -> Path:
 def roc_curve_png(targets: np.ndarray, scores: np.ndarray, path: Path) -> Path:
     from sklearn.metrics import roc_auc_score, roc_curve
 
-    fig, ax = _figure((5, 5))
+    fig, ax = new_figure((5, 5))
     if len(np.unique(targets)) == 2:
         fpr, tpr, _ = roc_curve(targets, scores)
         ax.plot(fpr, tpr, label=f"ROC-AUC {roc_auc_score(targets, scores):.4f}")
@@ -50,7 +51,7 @@ def roc_curve_png(targets: np.ndarray, scores: np.ndarray, path: Path) -> Path:
     ax.set_xlabel("false positive rate")
     ax.set_ylabel("true positive rate")
     ax.set_title(f"held-out ROC curve ({len(targets)} samples)")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def predictions_csv(header: list[str], columns: list[np.ndarray], path: Path) -> Path:
@@ -75,7 +76,7 @@ def confusion_counts(targets: np.ndarray, predicted: np.ndarray, n_classes: int)
 def confusion_matrix_png(targets: np.ndarray, predicted: np.ndarray, classes: list[str], path: Path) -> Path:
     matrix = confusion_counts(targets, predicted, len(classes))
     size = max(4.0, 0.45 * len(classes) + 2)
-    fig, ax = _figure((size, size))
+    fig, ax = new_figure((size, size))
     ax.imshow(matrix, cmap="Blues")
     ax.set_xticks(range(len(classes)), classes, rotation=45, ha="right")
     ax.set_yticks(range(len(classes)), classes)
@@ -86,7 +87,7 @@ def confusion_matrix_png(targets: np.ndarray, predicted: np.ndarray, classes: li
     for (i, j), count in np.ndenumerate(matrix):
         ax.text(j, i, str(count), ha="center", va="center", fontsize=8,
                 color="white" if count > threshold else "black")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def heldout_reports(predictions: Any, loss: str, info: Mapping[str, Any], folder: Path) -> list[Path]:
@@ -97,6 +98,11 @@ def heldout_reports(predictions: Any, loss: str, info: Mapping[str, Any], folder
 
     outputs = predictions.outputs.float()
     targets = predictions.targets.numpy()
+    if loss == "bce_with_logits" and outputs.dim() == 2 and outputs.shape[1] > 1:
+        from ddpx.records.label_reports import label_reports
+
+        return label_reports(targets, outputs.numpy(), info.get("labels") or [str(j) for j in range(outputs.shape[1])],
+                             folder)
     if loss == "bce_with_logits":
         logits = outputs.reshape(-1)
         probability = torch.sigmoid(logits).numpy()

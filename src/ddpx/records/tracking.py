@@ -87,7 +87,7 @@ def append_metrics(path: Path, record: Mapping[str, Any]) -> None:
 
 def record_result(tracker: GuardedTracker, job: Job, registry: "Registry", summary: RunSummary) -> None:
     """The end of a run in the tracker: held-out metrics, the note, the best model, FINISHED."""
-    tracker.log_metrics({**summary.heldout, "best_epoch": float(summary.best_epoch),
+    tracker.log_metrics({**summary.heldout, **summary.by_label, "best_epoch": float(summary.best_epoch),
                          "heldout_samples": float(summary.heldout_samples)})
     tracker.note(result_note(summary))
     if job.launch.log_model and registry.get("tasks", job.config["task"]).predictor is not None:

@@ -1,18 +1,22 @@
-"""Reading a MoleculeNet-style CSV: one SMILES column and one binary label column.
+"""Reading a MoleculeNet-style CSV (or ``.csv.gz``): one SMILES column and one or several binary
+label columns.
 
 Robust to real files: a UTF-8 byte-order mark, CRLF line endings, quoted fields containing
 commas, blank lines. Bad rows — an empty SMILES, a label that is not 0/1, characters the
 tokenizer cannot represent — are counted and reported with their line numbers, then skipped
-(or, with ``strict``, refused).
+(or, with ``strict``, refused). With several label columns (Tox21, SIDER, ClinTox) an empty or
+``NaN`` cell is a missing label (``nan`` in the table), as MoleculeNet publishes them; a row
+with no label at all is skipped.
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from ddpx.api import UserError, did_you_mean
 from ddpx.plugins.smiles.tokenizer import tokenize
@@ -26,7 +30,8 @@ class SmilesTable:
 
     smiles: list[str] = field(default_factory=list)
     tokens: list[list[str]] = field(default_factory=list)
-    labels: list[int] = field(default_factory=list)
+    labels: list = field(default_factory=list)  # one 0/1 per row; with several columns a tuple, nan if missing
+    label_names: list[str] = field(default_factory=list)
     skipped: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
 
     def skipped_report(self) -> str:
@@ -45,13 +50,33 @@ def _label(text: str) -> int | None:
     return int(value) if value in (0.0, 1.0) else None
 
 
-def _check(smiles: str, label: int | None, label_column: str,
+MISSING = ("", "nan")
+
+
+def _labels(row: dict, columns: Sequence[str]) -> tuple[object, str | None]:
+    """The row's label (one column) or labels (several: nan where missing), or why they are bad."""
+    texts = [(row.get(column) or "").strip() for column in columns]
+    if len(columns) == 1:
+        label = _label(texts[0])
+        return label, None if label is not None else f"a label that is not 0/1 in '{columns[0]}'"
+    values = []
+    for column, text in zip(columns, texts):
+        label = float("nan") if text.lower() in MISSING else _label(text)
+        if label is None:
+            return None, f"a label that is not 0/1 or empty in '{column}'"
+        values.append(float(label))
+    if all(value != value for value in values):
+        return None, "no label in any label column"
+    return tuple(values), None
+
+
+def _check(smiles: str, label_problem: str | None,
            canonical: Callable[[str], str | None] | None) -> tuple[str | None, list[str] | None]:
     """(why the row is bad, None) or (None, its tokens)."""
     if not smiles:
         return "an empty SMILES", None
-    if label is None:
-        return f"a label that is not 0/1 in '{label_column}'", None
+    if label_problem:
+        return label_problem, None
     if canonical is not None:
         smiles = canonical(smiles) or ""
         if not smiles:
@@ -62,34 +87,45 @@ def _check(smiles: str, label: int | None, label_column: str,
     return None, tokens
 
 
-def read_smiles_csv(path: Path, smiles_column: str, label_column: str, *, strict: bool,
+def _open(path: Path):
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
+    return path.open("r", encoding="utf-8-sig", newline="")
+
+
+def _check_header(path: Path, header: Sequence[str] | None, smiles_column: str, label_columns: Sequence[str]) -> None:
+    key = "label_column" if len(label_columns) == 1 else "label_columns"
+    if not header:
+        raise UserError(f"dataset file '{path}' is empty; it needs a header row with '{smiles_column}' and "
+                        f"{', '.join(repr(c) for c in label_columns)}.")
+    for key, column in (("smiles_column", smiles_column), *((key, c) for c in label_columns)):
+        if column not in header:
+            raise UserError(
+                f"dataset file '{path}' has no column '{column}'.{did_you_mean(column, header)} "
+                f"Its columns are: {', '.join(header)}. Set dataset.{key}."
+            )
+
+
+def read_smiles_csv(path: Path, smiles_column: str, label_columns: str | Sequence[str], *, strict: bool,
                     canonical: Callable[[str], str | None] | None = None) -> SmilesTable:
     """Read ``path``; ``canonical`` (RDKit) maps a SMILES to its canonical form or ``None``."""
+    label_columns = [label_columns] if isinstance(label_columns, str) else list(label_columns)
     try:
-        handle = path.open("r", encoding="utf-8-sig", newline="")
+        handle = _open(path)
     except IsADirectoryError:
         raise UserError(f"dataset file '{path}' is a folder; set dataset.path to the CSV file.") from None
-    table = SmilesTable()
+    table = SmilesTable(label_names=list(label_columns))
     try:
         with handle:
             reader = csv.DictReader(handle)
-            header = reader.fieldnames
-            if not header:
-                raise UserError(f"dataset file '{path}' is empty; it needs a header row with '{smiles_column}' and '{label_column}'.")
-            for key, column in (("smiles_column", smiles_column), ("label_column", label_column)):
-                if column not in header:
-                    raise UserError(
-                        f"dataset file '{path}' has no column '{column}'.{did_you_mean(column, header)} "
-                        f"Its columns are: {', '.join(header)}. Set dataset.{key}=NAME."
-                    )
+            _check_header(path, reader.fieldnames, smiles_column, label_columns)
             for row in reader:
                 line = reader.line_num
                 smiles = (row.get(smiles_column) or "").strip()
-                label_text = (row.get(label_column) or "").strip()
                 if not any((value or "").strip() for value in row.values() if isinstance(value, str)):
                     continue  # a blank line, or one made of separators only
-                label = _label(label_text)
-                reason, tokens = _check(smiles, label, label_column, canonical)
+                label, problem = _labels(row, label_columns)
+                reason, tokens = _check(smiles, problem, canonical)
                 if tokens is not None and canonical is not None:
                     smiles = "".join(tokens)
                 if reason:
@@ -98,18 +134,29 @@ def read_smiles_csv(path: Path, smiles_column: str, label_column: str, *, strict
                 table.smiles.append(smiles)
                 table.tokens.append(tokens)
                 table.labels.append(label)
-    except UnicodeDecodeError:
+    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError):
         raise UserError(f"dataset file '{path}' is not UTF-8 text (is it a binary or compressed file?). Point dataset.path to the CSV.") from None
     except csv.Error as exc:
         raise UserError(f"dataset file '{path}' is not a readable CSV ({exc}).") from None
 
     if table.skipped and strict:
         raise UserError(f"dataset file '{path}' has bad rows: {table.skipped_report()}. Fix them, or set dataset.strict=false to skip them.")
-    classes = set(table.labels)
-    if len(classes) < 2:
-        found = f"only label {classes.pop()}" if classes else "no usable rows"
-        raise UserError(
-            f"dataset file '{path}' has {found} in '{label_column}'; a binary task needs both 0 and 1. "
-            "Check dataset.label_column."
-        )
+    check_label_columns(path, table)
     return table
+
+
+def check_label_columns(path: Path, table: SmilesTable) -> None:
+    """One label column needs both classes; of several, none may be empty throughout."""
+    if len(table.label_names) == 1:
+        classes = set(table.labels)
+        if len(classes) < 2:
+            found = f"only label {classes.pop()}" if classes else "no usable rows"
+            raise UserError(f"dataset file '{path}' has {found} in '{table.label_names[0]}'; a binary task needs "
+                            "both 0 and 1. Check dataset.label_column.")
+        return
+    if not table.labels:
+        raise UserError(f"dataset file '{path}' has no usable rows. Check dataset.smiles_column and dataset.label_columns.")
+    for j, name in enumerate(table.label_names):
+        if all(row[j] != row[j] for row in table.labels):
+            raise UserError(f"label column '{name}' of '{path}' holds no label (every cell is empty or NaN); "
+                            "remove it from dataset.label_columns.")

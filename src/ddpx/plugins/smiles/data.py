@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from ddpx.api import DataRequest, TaskData, UserError
 from ddpx.plugins.smiles.chem import canonicalizer, require_rdkit
-from ddpx.plugins.smiles.csv_table import read_smiles_csv
+from ddpx.plugins.smiles.csv_table import SmilesTable, read_smiles_csv
 from ddpx.plugins.smiles.dataset import SmilesDataset, collate
 from ddpx.plugins.smiles.download import ensure_file
 from ddpx.plugins.smiles.splits import random_split, scaffold_split
 from ddpx.plugins.smiles.tokenizer import Vocabulary
+
+
+def label_columns(params: Mapping[str, Any]) -> list[str]:
+    """``dataset.label_columns`` if given, else the one ``dataset.label_column``."""
+    return list(params["label_columns"]) or [params["label_column"]]
 
 
 def dataset_path(params: Mapping[str, Any], default_path: Callable[[], Path | None]) -> Path:
@@ -34,7 +39,7 @@ def check_smiles_params(params: Mapping[str, Any], default_path: Callable[[], Pa
     if params["canonicalize"]:
         require_rdkit("dataset.canonicalize=true")
     if path.is_file():  # an empty, binary or mislabelled file is a usage error now, not in every rank
-        read_smiles_csv(path, params["smiles_column"], params["label_column"], strict=params["strict"])
+        read_smiles_csv(path, params["smiles_column"], label_columns(params), strict=params["strict"])
 
 
 def build_smiles_data(request: DataRequest, default_path: Callable[[], Path | None], missing_hint: str) -> TaskData:
@@ -44,7 +49,7 @@ def build_smiles_data(request: DataRequest, default_path: Callable[[], Path | No
                 missing_hint=missing_hint.format(path=path, url=p["url"]))
 
     canonical = canonicalizer() if p["canonicalize"] else None
-    table = read_smiles_csv(path, p["smiles_column"], p["label_column"], strict=p["strict"], canonical=canonical)
+    table = read_smiles_csv(path, p["smiles_column"], label_columns(p), strict=p["strict"], canonical=canonical)
     if table.skipped:
         count = sum(len(lines) for lines in table.skipped.values())
         request.log(f"skipped {count} bad row(s) of {path}: {table.skipped_report()}. "
@@ -53,7 +58,10 @@ def build_smiles_data(request: DataRequest, default_path: Callable[[], Path | No
     if p["split"] == "scaffold":
         train, dev, heldout = scaffold_split(table.smiles, p["heldout_fraction"], p["dev_fraction"])
     else:
-        train, dev, heldout = random_split(table.labels, request.seed, p["heldout_fraction"], p["dev_fraction"])
+        train, dev, heldout = random_split(table.labels, request.seed, p["heldout_fraction"], p["dev_fraction"],
+                                           stratify=len(table.label_names) == 1)
+    if len(table.label_names) > 1:
+        log_one_class_labels(table, {"dev": dev, "held-out": heldout}, request.log)
 
     vocabulary = Vocabulary.build(table.tokens[i] for i in train)  # training molecules only
 
@@ -64,7 +72,18 @@ def build_smiles_data(request: DataRequest, default_path: Callable[[], Path | No
         train=split(train),
         dev=split(dev),
         heldout=split(heldout),
-        info={"vocab": vocabulary.to_list(), "pad_id": 0, "molecules": len(table.labels)},
+        info={"vocab": vocabulary.to_list(), "pad_id": 0, "molecules": len(table.labels), "labels": table.label_names},
         collate_fn=collate,
         source=str(path.resolve()),
     )
+
+
+def log_one_class_labels(table: SmilesTable, splits: Mapping[str, Sequence[int]], log: Callable[[str], None]) -> None:
+    """Name the labels a split cannot score: fewer than two classes among its molecules that
+    have the label. They are left out of that split's mean ROC-AUC."""
+    for split_name, indices in splits.items():
+        unscored = [name for j, name in enumerate(table.label_names)
+                    if len({table.labels[i][j] for i in indices if table.labels[i][j] == table.labels[i][j]}) < 2]
+        if unscored:
+            log(f"{len(unscored)} label(s) have one class (or none) in the {split_name} split and are left out of its "
+                f"mean ROC-AUC: {', '.join(unscored)}")

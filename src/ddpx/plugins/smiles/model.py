@@ -1,5 +1,6 @@
 """The ``smiles_rnn`` model: embedding, a (bi)directional LSTM or GRU over packed sequences,
-and a linear head giving one logit per molecule."""
+and a linear head giving one logit per molecule and label (``(B,)`` for one label, ``(B, L)``
+for several)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from torch.nn.utils.rnn import pack_padded_sequence
 
 class SmilesRNN(nn.Module):
     def __init__(self, vocab_size: int, *, embedding_dim: int = 128, d_model: int = 128, num_layers: int = 3,
-                 bidirectional: bool = True, dropout: float = 0.2, cell: str = "lstm", pad_id: int = 0):
+                 bidirectional: bool = True, dropout: float = 0.2, cell: str = "lstm", pad_id: int = 0,
+                 num_labels: int = 1):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=pad_id)
         rnn_class = nn.LSTM if cell == "lstm" else nn.GRU
@@ -18,7 +20,7 @@ class SmilesRNN(nn.Module):
                              dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
         self.directions = 2 if bidirectional else 1
         self.dropout = nn.Dropout(dropout)
-        self.head = nn.Linear(self.directions * d_model, 1)
+        self.head = nn.Linear(self.directions * d_model, num_labels)
 
     def forward(self, inputs: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         tokens, lengths = inputs
@@ -28,4 +30,5 @@ class SmilesRNN(nn.Module):
             hidden = hidden[0]
         last_layer = hidden[-self.directions:]  # (directions, B, d_model)
         features = torch.cat(list(last_layer), dim=-1)
-        return self.head(self.dropout(features)).squeeze(-1)
+        logits = self.head(self.dropout(features))
+        return logits.squeeze(-1) if logits.shape[-1] == 1 else logits

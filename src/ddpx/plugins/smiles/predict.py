@@ -37,14 +37,15 @@ class SmilesPredictor:
         return cls(model, Vocabulary(info["vocab"]))
 
     @torch.no_grad()
-    def predict_proba(self, smiles: Sequence[str], batch_size: int = 256) -> list[float]:
+    def predict_proba(self, smiles: Sequence[str], batch_size: int = 256) -> list:
+        """The probability of label 1 per molecule (with several labels, a list per molecule)."""
         encoded = []
         for s in smiles:
             tokens = tokenize(s)
             if not s or tokens is None:
                 raise UserError(f"cannot tokenize the SMILES {s!r}.")
             encoded.append(torch.tensor(self.vocabulary.encode(tokens), dtype=torch.long))
-        probabilities: list[float] = []
+        probabilities: list = []
         for start in range(0, len(encoded), batch_size):
             batch = [(seq, torch.tensor(0.0)) for seq in encoded[start : start + batch_size]]
             inputs, _ = collate(batch)
@@ -57,13 +58,20 @@ EXAMPLE_SMILES = ["CCO", "c1ccccc1N", "CC(=O)Oc1ccccc1C(=O)O"]
 
 
 def predict_table(model: torch.nn.Module, info, table):
-    """A ``probability`` of label 1 for every row's ``smiles``."""
+    """A ``probability`` of label 1 for every row's ``smiles`` (``probability_<label>`` for each of
+    several labels)."""
     if SMILES_COLUMN not in getattr(table, "columns", ()):
         columns = ", ".join(map(str, getattr(table, "columns", []))) or "none"
         raise UserError(f"this SMILES model predicts from a '{SMILES_COLUMN}' column; the input has {columns}. "
                         "Give a table (a CSV) with one SMILES string per row in a column named 'smiles'.")
     out = table[[SMILES_COLUMN]].copy()
-    out["probability"] = SmilesPredictor(model, Vocabulary(info["vocab"])).predict_proba(list(table[SMILES_COLUMN]))
+    probabilities = SmilesPredictor(model, Vocabulary(info["vocab"])).predict_proba(list(table[SMILES_COLUMN]))
+    labels = info.get("labels") or []
+    if len(labels) > 1:  # one column per label
+        for j, name in enumerate(labels):
+            out[f"probability_{name}"] = [row[j] for row in probabilities]
+    else:
+        out["probability"] = probabilities
     return out
 
 

@@ -1,0 +1,72 @@
+"""Reports of a held-out result with several binary labels (Tox21, SIDER, ClinTox).
+
+``heldout_roc_curves.png``: one ROC curve per label (each over the molecules that have the label),
+or — with more labels than a legend can hold — each label's ROC-AUC as a bar, with their mean.
+``heldout_predictions.csv``: per molecule, each label's target (empty where missing) and
+probability.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ddpx.records.reports import new_figure, predictions_csv, save_figure
+
+MOST_CURVES = 12
+
+
+def label_scores(targets: np.ndarray, probabilities: np.ndarray, names: Sequence[str]) -> list[tuple[str, int, float]]:
+    """``(label, column, ROC-AUC)`` for each label with both classes among the molecules that have it."""
+    from sklearn.metrics import roc_auc_score
+
+    scores = []
+    for j, name in enumerate(names):
+        present = ~np.isnan(targets[:, j])
+        labels = targets[present, j].astype(int)
+        if len(np.unique(labels)) == 2:
+            scores.append((name, j, float(roc_auc_score(labels, probabilities[present, j]))))
+    return scores
+
+
+def label_roc_png(targets: np.ndarray, probabilities: np.ndarray, names: Sequence[str], path: Path) -> Path:
+    from sklearn.metrics import roc_curve
+
+    scores = label_scores(targets, probabilities, names)
+    mean = float(np.mean([s for _, _, s in scores])) if scores else float("nan")
+    title = f"held-out ROC, {len(scores)} of {len(names)} labels scored, mean ROC-AUC {mean:.4f}"
+    if len(names) <= MOST_CURVES:
+        fig, ax = new_figure((6, 6))
+        for name, j, score in scores:
+            present = ~np.isnan(targets[:, j])
+            fpr, tpr, _ = roc_curve(targets[present, j].astype(int), probabilities[present, j])
+            ax.plot(fpr, tpr, linewidth=1, label=f"{name} {score:.3f}")
+        ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1)
+        ax.set_xlabel("false positive rate")
+        ax.set_ylabel("true positive rate")
+        ax.legend(loc="lower right", fontsize=7)
+    else:
+        fig, ax = new_figure((7, max(4.0, 0.28 * len(scores) + 1.5)))
+        ordered = sorted(scores, key=lambda s: s[2])
+        ax.barh(range(len(ordered)), [s for _, _, s in ordered], color="steelblue")
+        ax.set_yticks(range(len(ordered)), [name[:40] for name, _, _ in ordered], fontsize=7)
+        ax.axvline(mean, color="black", linestyle="--", linewidth=1, label=f"mean {mean:.4f}")
+        ax.axvline(0.5, color="grey", linewidth=1)
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("ROC-AUC")
+        ax.legend(loc="lower right", fontsize=8)
+    ax.set_title(title, fontsize=9)
+    return save_figure(fig, path)
+
+
+def label_reports(targets: np.ndarray, logits: np.ndarray, names: Sequence[str], folder: Path) -> list[Path]:
+    probabilities = 1 / (1 + np.exp(-logits))
+    header, columns = [], []
+    for j, name in enumerate(names):
+        header += [f"target_{name}", f"probability_{name}"]
+        columns += [np.array([None if np.isnan(t) else int(t) for t in targets[:, j]], dtype=object),
+                    probabilities[:, j]]
+    return [label_roc_png(targets, probabilities, names, folder / "heldout_roc_curves.png"),
+            predictions_csv(header, columns, folder / "heldout_predictions.csv")]

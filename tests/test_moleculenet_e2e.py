@@ -1,0 +1,100 @@
+"""MoleculeNet's multi-label tasks end to end on real ranks: Tox21-format files (gzip, 12 labels,
+missing cells), per-label results in MLflow, held-out values equal to one process's on 2 and 3
+ranks, the download over loopback, and every shipped recipe passing ``ddpx plugins check``."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+from sklearn.metrics import roc_auc_score
+
+from conftest import serve_directory
+from ddpx.plugins.smiles.csv_table import read_smiles_csv
+from ddpx.plugins.smiles.moleculenet import FILES, TOX21_LABELS
+from ddpx.plugins.smiles.predict import SmilesPredictor, predict_table
+from ddpx.plugins.smiles.splits import random_split
+from ddpx.records.model_export import load_model
+from smiles_files import write_multilabel_csv, write_smiles_csv
+
+pytestmark = pytest.mark.slow  # every test here starts ranks
+
+SMALL = ["model.num_layers=1", "model.d_model=32", "model.embedding_dim=32", "train.lr=0.01", "train.patience=0"]
+
+
+def single_process_mean_roc_auc(path, checkpoint, seed=0):
+    """The held-out mean ROC-AUC of ``checkpoint``, computed here in one process with scikit-learn:
+    the recipe's split of the file, each label over the molecules that have it."""
+    table = read_smiles_csv(path, "smiles", TOX21_LABELS, strict=True)
+    _, _, heldout = random_split(table.labels, seed, 0.1, 1 / 9, stratify=False)
+    probabilities = np.array(SmilesPredictor.from_checkpoint(checkpoint).predict_proba([table.smiles[i] for i in heldout]))
+    targets = np.array([table.labels[i] for i in heldout])
+    scores = []
+    for j in range(len(TOX21_LABELS)):
+        present = ~np.isnan(targets[:, j])
+        if len(set(targets[present, j])) == 2:
+            scores.append(roc_auc_score(targets[present, j], probabilities[present, j]))
+    return float(np.mean(scores)), len(heldout)
+
+
+def test_tox21_trains_on_3_ranks_logs_each_label_and_scores_exactly_on_2(run_ddpx, tmp_path, tracking_uri,
+                                                                         experiment):
+    served = tmp_path / "served"
+    served.mkdir()
+    path = write_multilabel_csv(served / "tox21.csv.gz", n=300, labels=TOX21_LABELS, gzip_it=True)
+    trained = run_ddpx("recipe", "tox21_rnn", "--nproc", "3", "--tracking-uri", tracking_uri, "--experiment",
+                       experiment, f"dataset.path={path}", "train.max_epochs=4", *SMALL)
+    assert trained.returncode == 0, trained.output
+    summary = trained.summary()
+    expected, count = single_process_mean_roc_auc(path, trained.run_dirs()[0] / "checkpoints" / "best.pt")
+    assert summary["heldout_samples"] == count == 30
+    assert summary["heldout"]["heldout_roc_auc"] == pytest.approx(expected, abs=1e-6)
+    assert expected > 0.8  # the chlorine and bromine rules are learnt through the missing cells
+
+    client = MlflowClient(tracking_uri)
+    (run,) = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    per_label = {k.split("/", 1)[1]: v for k, v in run.data.metrics.items() if k.startswith("heldout_roc_auc/")}
+    assert set(per_label) <= set(TOX21_LABELS) and len(per_label) >= 10
+    assert np.mean(list(per_label.values())) == pytest.approx(run.data.metrics["heldout_roc_auc"], abs=1e-9)
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"heldout_roc_curves.png", "heldout_predictions.csv"} <= artifacts
+    predictions = pd.read_csv(trained.run_dirs()[0] / "reports" / "heldout_predictions.csv")
+    assert len(predictions) == 30 and {"target_NR-AR", "probability_SR-p53"} <= set(predictions.columns)
+
+    # the same weights on 2 ranks, the file fetched over loopback into the data folder
+    with serve_directory(served) as (base, requests):
+        data_dir, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        again = run_ddpx("recipe", "tox21_rnn", "--nproc", "2", "--tracking", "none", "dataset.download=true",
+                         f"dataset.url={base}/tox21.csv.gz", "train.max_epochs=0",
+                         f"train.init_from={trained.run_dirs()[0] / 'checkpoints' / 'best.pt'}", *SMALL,
+                         env={"DDPX_DATA_DIR": str(data_dir)}, cwd=elsewhere)
+    assert again.returncode == 0, again.output
+    assert requests == ["/tox21.csv.gz"] and (data_dir / "tox21" / "tox21.csv.gz").is_file()
+    assert again.summary()["heldout"]["heldout_roc_auc"] == pytest.approx(expected, abs=1e-6)
+
+    model_folder = trained.run_dirs()[0] / "model"
+    answers = predict_table(load_model(model_folder), json.loads((model_folder / "model.json").read_text())["task_info"],
+                            pd.DataFrame({"smiles": ["CCCl", "CCBr"]}))
+    assert [c for c in answers.columns if c.startswith("probability_")] == [f"probability_{n}" for n in TOX21_LABELS]
+
+
+def test_every_smiles_recipe_is_listed_and_passes_plugins_check(run_ddpx, tmp_path):
+    data = tmp_path / "data"
+    for source in FILES:  # each task's file where ddpx keeps it, in the published columns and compression
+        (data / source.task).mkdir(parents=True)
+        target = data / source.task / source.file
+        if len(source.labels) > 1:
+            write_multilabel_csv(target, n=120, labels=source.labels, smiles_column=source.smiles_column,
+                                 gzip_it=source.file.endswith(".gz"))
+        else:
+            write_smiles_csv(target, n=120, smiles_column=source.smiles_column, label_column=source.labels[0])
+    env = {"DDPX_DATA_DIR": str(data)}
+    recipes = {r["name"]: r for r in json.loads(run_ddpx("recipes", "--json", env=env).stdout)}
+    assert {f"{source.task}_rnn" for source in FILES} <= set(recipes)
+    assert recipes["sider_rnn"]["metric"] == "heldout_roc_auc"
+    checked = run_ddpx("plugins", "check", "smiles", "--nproc", "1", env=env)
+    assert checked.returncode == 0, checked.output
+    for source in FILES:
+        assert f"PASS  smiles: recipe {source.task}_rnn trains on 1 CPU ranks: heldout_roc_auc" in checked.stdout

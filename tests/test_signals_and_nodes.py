@@ -22,6 +22,12 @@ pytestmark = pytest.mark.slow  # every test here starts ranks
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 
 
+def as_in_a_terminal() -> None:
+    """SIGINT at its default, as in a terminal: a test run in the background (``pytest &``, a CI
+    job) inherits SIGINT ignored, and so would the ddpx process."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("launcher, stop", [("spawn", signal.SIGINT), ("torchrun", signal.SIGTERM)],
                          ids=["spawn-ctrl-c", "torchrun-sigterm"])
 def test_ctrl_c_or_sigterm_stops_every_rank_and_marks_the_run_killed(tmp_path, tracking_uri, experiment, launcher,
@@ -33,7 +39,8 @@ def test_ctrl_c_or_sigterm_stops_every_rank_and_marks_the_run_killed(tmp_path, t
     process = subprocess.Popen(
         [sys.executable, "-m", "ddpx", "recipe", TINY, "--launcher", launcher, "--tracking-uri",
          tracking_uri, "--experiment", experiment, "train.max_epochs=500", "train.patience=0"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=as_in_a_terminal)
     for line in process.stdout:  # under way (of 500 epochs: still running, however late this is read)
         if "epoch 1/500" in line:
             break
@@ -46,6 +53,27 @@ def test_ctrl_c_or_sigterm_stops_every_rank_and_marks_the_run_killed(tmp_path, t
     assert processes_with_marker(marker) == [], "no orphan processes"
     _, run = one_run(tracking_uri, experiment)
     assert run.info.status == "KILLED"
+
+
+@pytest.mark.parametrize("launcher", ["spawn", "torchrun"])
+def test_sigusr1_to_the_ddpx_process_checkpoints_every_rank_and_stops_for_a_resume(tmp_path, launcher):
+    """A preemption notice sent to the ddpx process alone (as a cluster's grace signal is)."""
+    marker = uuid.uuid4().hex
+    env = {**os.environ, "DDPX_TEST_MARKER": marker}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ddpx", "recipe", TINY, "--launcher", launcher, "--tracking", "none",
+         "train.max_epochs=500", "train.stop_check_every=5"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in process.stdout:  # under way (of 500 epochs: still running, however late this is read)
+        if "epoch 1/500" in line:
+            break
+    process.send_signal(signal.SIGUSR1)
+    _, stderr = process.communicate(timeout=90)
+    assert process.returncode == 75, stderr
+    assert "stopped on request" in stderr and "--resume auto" in stderr and "Traceback" not in stderr
+    (run_dir,) = (tmp_path / "ddpx-runs").iterdir()
+    assert (run_dir / "checkpoints" / "last.pt").is_file()
+    assert processes_with_marker(marker) == [], "no orphan processes"
 
 
 def rank_processes(marker: str) -> list[int]:

@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
-import threading
-from contextlib import contextmanager
-from typing import Iterator
 
 from ddpx.config.recipe import Recipe
 from ddpx.contract.errors import JobFailed, UserError
 from ddpx.contract.records import RunSummary
 from ddpx.contract.specs import LaunchOutcome
 from ddpx.launch.job import Job
+from ddpx.launch.signals import signals_reach_the_ranks
 from ddpx.plugin_host.registry import Registry
 from ddpx.records.failures import clear_failures, job_failure
 from ddpx.records.run_dir import RunDir, latest_run_dir
@@ -66,31 +63,12 @@ def run_job(registry: Registry, recipe: Recipe, job: Job) -> RunSummary | None:
     if tracker.prepare is not None and job.launch.node_rank == 0:
         tracker.prepare(job)
     try:
-        with sigterm_stops_the_ranks():
+        with signals_reach_the_ranks():
             outcome: LaunchOutcome = launcher.launch(job)
     except UserError as exc:
         close_tracking_run(registry, job, "FAILED", exc.message)
         raise
     return read_outcome(registry, job, outcome)
-
-
-@contextmanager
-def sigterm_stops_the_ranks() -> Iterator[None]:
-    """A SIGTERM to the ``ddpx`` process (a scheduler, ``kill``) stops the job as Ctrl-C does:
-    the launcher passes SIGINT to every rank and the run is marked KILLED. Without this the
-    process would die at once and leave its ranks training."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def read_outcome(registry: Registry, job: Job, outcome: LaunchOutcome) -> RunSummary | None:

@@ -61,6 +61,15 @@ def interval_for(seconds_per_step: float, current: int) -> int:
     return max(1, min(MAX_INTERVAL, round(CHECK_SECONDS / seconds_per_step)))
 
 
+EARLY_REQUESTS: list[int] = []  # SIGUSR1s that arrived before the training loop listened
+
+
+def note_early_request(signum, frame) -> None:
+    """The SIGUSR1 handler from the rank's start until the training loop's: remember the
+    request (the default action would end the rank)."""
+    EARLY_REQUESTS.append(signum)
+
+
 class StopRequests:
     """Installs the SIGUSR1 handler; ``agreed()`` is true on every rank once any rank was asked to stop.
 
@@ -70,7 +79,7 @@ class StopRequests:
     def __init__(self, every: int = 0):
         self.adaptive = every <= 0
         self.every = FIRST_INTERVAL if self.adaptive else every
-        self.requested = False
+        self.requested = bool(EARLY_REQUESTS)
         self._pending: tuple[torch.Tensor, object] | None = None  # the all-reduce started at the last check
         self._timed_from: tuple[int, float] | None = None  # (step, time) of this epoch's last check
         self._previous = {}

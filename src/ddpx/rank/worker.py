@@ -37,11 +37,12 @@ def _limit_threads(job: Job) -> None:
 def run_rank(job_file: str) -> None:
     """Run this process's rank of the job in ``job_file``; exit 1 on failure, 75 when preempted,
     130 when interrupted."""
-    from ddpx.rank.signals import Preempted, quiet_stops, raise_terminated
+    from ddpx.rank.signals import Preempted, note_early_request, quiet_stops, raise_terminated
 
     job = Job.load(job_file)
     rank = int(os.environ.get("RANK", "0"))
     signal.signal(signal.SIGTERM, raise_terminated)  # a launcher stopping the ranks: a clean, recorded stop
+    signal.signal(signal.SIGUSR1, note_early_request)  # a stop request before training: honoured when it starts
     sys.unraisablehook = quiet_stops
     if rank != 0:
         warnings.simplefilter("ignore")

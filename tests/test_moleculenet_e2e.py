@@ -38,16 +38,21 @@ def single_process_mean_roc_auc(path, checkpoint, seed=0):
     return float(np.mean(scores)), len(heldout)
 
 
-def test_tox21_trains_on_3_ranks_logs_each_label_and_scores_exactly_on_2(run_ddpx, tmp_path, tracking_uri,
-                                                                         experiment):
-    served = tmp_path / "served"
+def test_tox21_downloads_trains_on_3_ranks_logs_each_label_and_scores_exactly_on_2(run_ddpx, tmp_path, tracking_uri,
+                                                                                   experiment):
+    served, data_dir = tmp_path / "served", tmp_path / "data"
     served.mkdir()
-    path = write_multilabel_csv(served / "tox21.csv.gz", n=300, labels=TOX21_LABELS, gzip_it=True)
-    trained = run_ddpx("recipe", "tox21_rnn", "--nproc", "3", "--tracking-uri", tracking_uri, "--experiment",
-                       experiment, f"dataset.path={path}", "train.max_epochs=4", *SMALL)
+    write_multilabel_csv(served / "tox21.csv.gz", n=300, labels=TOX21_LABELS, gzip_it=True)
+    with serve_directory(served) as (base, requests):  # the published file's name, fetched over loopback
+        trained = run_ddpx("recipe", "tox21_rnn", "--nproc", "3", "--tracking-uri", tracking_uri, "--experiment",
+                           experiment, "dataset.download=true", f"dataset.url={base}/tox21.csv.gz",
+                           "train.max_epochs=4", *SMALL, env={"DDPX_DATA_DIR": str(data_dir)})
     assert trained.returncode == 0, trained.output
-    summary = trained.summary()
-    expected, count = single_process_mean_roc_auc(path, trained.run_dirs()[0] / "checkpoints" / "best.pt")
+    path = data_dir / "tox21" / "tox21.csv.gz"
+    assert requests == ["/tox21.csv.gz"], "local rank 0 alone downloads"
+    assert path.read_bytes() == (served / "tox21.csv.gz").read_bytes() and not list(path.parent.glob("*.part"))
+    summary, run_dir = trained.summary(), trained.run_dirs()[0]
+    expected, count = single_process_mean_roc_auc(path, run_dir / "checkpoints" / "best.pt")
     assert summary["heldout_samples"] == count == 30
     assert summary["heldout"]["heldout_roc_auc"] == pytest.approx(expected, abs=1e-6)
     assert expected > 0.8  # the chlorine and bromine rules are learnt through the missing cells
@@ -57,25 +62,28 @@ def test_tox21_trains_on_3_ranks_logs_each_label_and_scores_exactly_on_2(run_ddp
     per_label = {k.split("/", 1)[1]: v for k, v in run.data.metrics.items() if k.startswith("heldout_roc_auc/")}
     assert set(per_label) <= set(TOX21_LABELS) and len(per_label) >= 10
     assert np.mean(list(per_label.values())) == pytest.approx(run.data.metrics["heldout_roc_auc"], abs=1e-9)
+    params = run.data.params  # the recipe's values and the command line's overrides, each logged
+    assert (params["model.num_layers"], params["model.bidirectional"], params["train.lr"]) == ("1", "True", "0.01")
+    assert params["task"] == "tox21" and params["world_size"] == "3" and "NR-AR" in params["dataset.label_columns"]
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
-    assert {"heldout_roc_curves.png", "heldout_predictions.csv"} <= artifacts
-    predictions = pd.read_csv(trained.run_dirs()[0] / "reports" / "heldout_predictions.csv")
+    assert {"heldout_roc_curves.png", "heldout_predictions.csv", "recipe.toml", "model"} <= artifacts
+    assert {a.path for a in client.list_artifacts(run.info.run_id, "model")} == {"model/model.json", "model/state_dict.pt"}
+    (dataset,) = run.inputs.dataset_inputs
+    assert dataset.dataset.source_type == "local" and str(path.resolve()) in dataset.dataset.source
+    predictions = pd.read_csv(run_dir / "reports" / "heldout_predictions.csv")
     assert len(predictions) == 30 and {"target_NR-AR", "probability_SR-p53"} <= set(predictions.columns)
 
-    # the same weights on 2 ranks, the file fetched over loopback into the data folder
-    with serve_directory(served) as (base, requests):
-        data_dir, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
-        elsewhere.mkdir()
-        again = run_ddpx("recipe", "tox21_rnn", "--nproc", "2", "--tracking", "none", "dataset.download=true",
-                         f"dataset.url={base}/tox21.csv.gz", "train.max_epochs=0",
-                         f"train.init_from={trained.run_dirs()[0] / 'checkpoints' / 'best.pt'}", *SMALL,
-                         env={"DDPX_DATA_DIR": str(data_dir)}, cwd=elsewhere)
+    # the same weights, held out on 2 ranks
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    again = run_ddpx("recipe", "tox21_rnn", "--nproc", "2", "--tracking", "none", f"dataset.path={path}",
+                     "train.max_epochs=0", f"train.init_from={run_dir / 'checkpoints' / 'best.pt'}", *SMALL,
+                     cwd=elsewhere)
     assert again.returncode == 0, again.output
-    assert requests == ["/tox21.csv.gz"] and (data_dir / "tox21" / "tox21.csv.gz").is_file()
     assert again.summary()["heldout"]["heldout_roc_auc"] == pytest.approx(expected, abs=1e-6)
 
-    model_folder = trained.run_dirs()[0] / "model"
-    answers = predict_table(load_model(model_folder), json.loads((model_folder / "model.json").read_text())["task_info"],
+    answers = predict_table(load_model(run_dir / "model"),
+                            json.loads((run_dir / "model" / "model.json").read_text())["task_info"],
                             pd.DataFrame({"smiles": ["CCCl", "CCBr"]}))
     assert [c for c in answers.columns if c.startswith("probability_")] == [f"probability_{n}" for n in TOX21_LABELS]
 

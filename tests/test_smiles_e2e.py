@@ -30,31 +30,6 @@ def molecules(tmp_path) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("launcher", ["spawn"])  # torchrun runs the real-BBBP test below
-def test_bbbp_rnn_trains_on_two_ranks_and_logs_one_run(run_ddpx, molecules, tracking_uri, experiment, launcher):
-    result = run_ddpx("recipe", "bbbp_rnn", "--launcher", launcher, "--nproc", "2", "--tracking-uri", tracking_uri,
-                      "--experiment", experiment, f"dataset.path={molecules}", *FAST)
-    assert result.returncode == 0, result.output
-    client = MlflowClient(tracking_uri)
-    runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
-    assert len(runs) == 1
-    run = runs[0]
-    assert run.data.metrics["heldout_roc_auc"] >= 0.8  # the chlorine rule is learnt
-    assert run.data.metrics["heldout_samples"] == 24
-    assert "heldout_loss" in run.data.metrics and "dev_roc_auc" in run.data.metrics
-    params = run.data.params
-    # the recipe's values and the command line's overrides, each logged
-    assert (params["model.num_layers"], params["model.bidirectional"], params["model.dropout"]) == ("1", "True", "0.2")
-    assert (params["train.optimizer"], params["train.lr"], params["train.weight_decay"]) == ("adamw", "0.01", "0.0001")
-    assert params["launcher"] == launcher and params["task"] == "bbbp"
-    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
-    assert {"heldout_roc_curve.png", "heldout_predictions.csv", "recipe.toml", "model"} <= artifacts
-    assert {a.path for a in client.list_artifacts(run.info.run_id, "model")} == {"model/model.json", "model/state_dict.pt"}
-    (dataset,) = run.inputs.dataset_inputs
-    assert dataset.dataset.source_type == "local" and str(molecules) in dataset.dataset.source
-
-
-@pytest.mark.slow
 def test_predictor_reloads_the_checkpoint_and_reproduces_the_exact_heldout_metric(run_ddpx, molecules):
     result = run_ddpx("recipe", "bbbp_rnn", "--nproc", "3", "--tracking", "none", f"dataset.path={molecules}", *FAST)
     assert result.returncode == 0, result.output
@@ -99,28 +74,6 @@ def test_bad_rows_are_reported_once_and_skipped(run_ddpx, tmp_path):
     assert strict.run_dirs() == result.run_dirs()  # refused before launch: no new run folder
 
 
-@pytest.mark.slow
-def test_download_happens_once_per_machine_from_the_url(run_ddpx, tmp_path):
-    served = tmp_path / "served"
-    served.mkdir()
-    write_smiles_csv(served / "BBBP.csv", n=240)
-    with serve_directory(served) as (base, requests):
-        url = f"{base}/BBBP.csv"
-        data_dir = tmp_path / "data"
-        result = run_ddpx("recipe", "bbbp_rnn", "--nproc", "2", "--tracking", "none", "dataset.download=true",
-                          f"dataset.url={url}", "train.max_epochs=0", *SMALL, env={"DDPX_DATA_DIR": str(data_dir)})
-        assert result.returncode == 0, result.output
-        assert (data_dir / "bbbp" / "BBBP.csv").read_bytes() == (served / "BBBP.csv").read_bytes()
-        assert requests == ["/BBBP.csv"], "local rank 0 alone downloads"
-        assert not list((data_dir / "bbbp").glob("*.part"))
-
-        # a later job finds the file and fetches nothing (what its local rank 0 calls, here in-process)
-        ensure_file(data_dir / "bbbp" / "BBBP.csv", url, download=True, is_local_main=True, barrier=lambda: None,
-                    missing_hint="")
-        assert len(requests) == 1, "an existing file is not fetched again"
-        # a download that fails in the ranks: tests/test_bad_input.py
-
-
 def test_missing_file_and_missing_rdkit_are_errors_before_launch(run_ddpx, tmp_path, molecules):
     missing = run_ddpx("recipe", "bbbp_rnn", env={"DDPX_DATA_DIR": str(tmp_path / "empty")})
     assert missing.returncode == 2
@@ -147,7 +100,7 @@ def test_scaffold_split_and_canonical_smiles_with_rdkit(run_ddpx, molecules):
 @needs_bbbp
 def test_real_bbbp_reaches_a_roc_auc_a_broken_pipeline_cannot(run_ddpx, tracking_uri, experiment):
     # the pipeline on the real file with a one-layer model (held-out ROC-AUC about 0.93 after 3
-    # epochs); the recipe's own model and numbers are measured by benchmarks/bbbp_quality.py
+    # epochs); the recipe's own model and numbers are measured by benchmarks/moleculenet_quality.py
     result = run_ddpx("recipe", "bbbp_rnn", "--launcher", "torchrun", "--nproc", "2", "--tracking-uri", tracking_uri,
                       "--experiment", experiment, f"dataset.path={BBBP}", "train.max_epochs=3", "model.num_layers=1", "model.d_model=64",
                       "model.embedding_dim=64", timeout=600)

@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument("--launcher", default="torchrun")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("overrides", nargs="*", help="extra KEY=VALUE recipe overrides")
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()
     with tempfile.TemporaryDirectory() as tmp:
         rows = [run_seed(seed, args, Path(tmp)) for seed in args.seeds]
     print(f"{date.today()}: {platform.machine()}, python {platform.python_version()}; {args.recipe}, split "

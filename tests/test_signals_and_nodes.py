@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from conftest import TEST_PLUGINS, TEST_RECIPES, processes_with_marker
+from ddpx.launch.signals import rank_processes
 from test_resume import one_run
 
 pytestmark = pytest.mark.slow  # every test here starts ranks
@@ -76,17 +77,15 @@ def test_sigusr1_to_the_ddpx_process_checkpoints_every_rank_and_stops_for_a_resu
     assert processes_with_marker(marker) == [], "no orphan processes"
 
 
-def rank_processes(marker: str) -> list[int]:
-    """The pids of a job's ranks, by rank: torchrun gives each its RANK at start; the spawn
-    launcher starts local ranks 0 and 1 in that order, so rank 1 is the later process."""
-    ranks = {}
-    for pid in sorted(processes_with_marker(marker)):
-        command, environ = (Path(f"/proc/{pid}/{name}").read_bytes() for name in ("cmdline", "environ"))
-        if b"ddpx.rank.worker" in command and b"torch.distributed.run" not in command:
-            ranks[int(re.search(rb"(?:^|\0)RANK=(\d+)\0", environ).group(1))] = pid
-        elif b"spawn_main" in command:
-            ranks[len(ranks)] = pid
-    return [ranks[rank] for rank in sorted(ranks)]
+def ranks_in_order(ddpx_pid: int) -> list[int]:
+    """The pids of a job's ranks, by rank (found as ddpx finds them, ddpx.launch.signals): torchrun
+    gives each its RANK at start; the spawn launcher starts local ranks 0 and 1 in that order, so
+    rank 1 is the later process."""
+    def rank_of(pid: int) -> int:
+        found = re.search(rb"(?:^|\0)RANK=(\d+)\0", Path(f"/proc/{pid}/environ").read_bytes())
+        return int(found.group(1)) if found else pid
+
+    return sorted(rank_processes(ddpx_pid), key=rank_of)
 
 
 @pytest.mark.parametrize("launcher", ["spawn", "torchrun"])
@@ -101,7 +100,7 @@ def test_a_rank_killed_by_sigkill_is_named_as_the_jobs_error(tmp_path, tracking_
     for line in process.stdout:  # wait until training is under way
         if "epoch 1/100" in line:
             break
-    ranks = rank_processes(marker)
+    ranks = ranks_in_order(process.pid)
     assert len(ranks) == 2
     os.kill(ranks[1], signal.SIGKILL)
     _, stderr = process.communicate(timeout=90)

@@ -16,6 +16,7 @@ import time
 import traceback
 
 from ddpx.contract.errors import JobFailed, UserError
+from ddpx.records.atomic_save import write_json_atomically
 from ddpx.records.run_dir import RunDir
 
 
@@ -32,9 +33,7 @@ def record_failure(run_dir: RunDir, rank: int, exc: BaseException) -> None:
             "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
         }
         path = run_dir.failures / f"rank-{rank}.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record), encoding="utf-8")
-        tmp.replace(path)
+        write_json_atomically(path, record)
     except Exception:  # reporting must not mask the original failure
         pass
 

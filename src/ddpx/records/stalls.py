@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ddpx.records.atomic_save import write_json_atomically
+
 
 def stall_file(run_dir: Path, rank: int) -> Path:
     return Path(run_dir) / "stalls" / f"rank-{rank}.json"
@@ -16,9 +18,7 @@ def write_stall(path: Path, record: dict) -> None:
     """Write one rank's record atomically (best effort: a report must never fail the rank)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record), encoding="utf-8")
-        tmp.replace(path)
+        write_json_atomically(path, record)
     except OSError:
         pass
 

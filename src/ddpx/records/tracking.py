@@ -15,6 +15,7 @@ from ddpx.config.values import flatten
 from ddpx.contract.records import RunSummary
 from ddpx.contract.specs import MetricSpec
 from ddpx.launch.job import Job
+from ddpx.records.atomic_save import write_json_atomically
 from ddpx.records.guarded_tracker import GuardedTracker
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -134,7 +135,7 @@ def write_tracking_record(job: Job, tracker: GuardedTracker, epochs_logged: int)
     """Note the run id and the epochs the tracker took, so that ``ddpx upload`` can finish this
     same run with the epochs after them if the tracker goes away later."""
     record = {"tracker": job.launch.tracking, "run_id": tracker.run_id, "epochs_logged": epochs_logged}
-    job.run_dir.tracking_file.write_text(json.dumps(record), encoding="utf-8")
+    write_json_atomically(job.run_dir.tracking_file, record)
 
 
 def log_epoch(tracker: GuardedTracker, job: Job, epoch: int, metrics: Mapping[str, float]) -> None:
@@ -152,8 +153,8 @@ def close_tracking_run(registry: "Registry", job: Job, status: str, error: str) 
     """
     quiet = without_system_metrics(job)
     launch = job.launch
-    if job.run_dir.tracking_file.is_file():
-        record = json.loads(job.run_dir.tracking_file.read_text(encoding="utf-8"))
+    record = read_tracking_record(job)
+    if record:
         tracker = GuardedTracker(registry.get("trackers", record["tracker"]).create(quiet), warn=lambda text: None)
         tracker.start(run_name="", params={}, tags={}, resume_run_id=record["run_id"])
     elif launch.tracking != "none" and launch.node_rank == 0 and launch.nnodes == 1:

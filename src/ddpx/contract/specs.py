@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
+from ddpx.contract.launch_specs import BackendSpec, Launcher, LauncherSpec, LaunchOption, LaunchOutcome
 from ddpx.contract.records import DataRequest, DatasetRecord, Param, TaskData
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -114,89 +115,15 @@ class WrapperSpec:
     from the same weights and keep them equal (``train.check_sync=true`` verifies that). Keep the
     plain model as the wrapper's ``module`` attribute, so checkpoints hold its bare state dict.
     ``check(job)`` may raise :class:`~ddpx.contract.errors.UserError` before anything starts.
+    Gradient accumulation (``train.accumulate``) runs every micro-batch but the last of a step
+    inside the wrapped module's ``no_sync()`` context when it has one (DDP's), so gradients are
+    synchronised once per optimizer step.
     """
 
     name: str
     description: str
     wrap: Callable[["torch.nn.Module", "torch.device"], "torch.nn.Module"]
     check: Callable[["Job"], None] | None = None
-
-
-@dataclass(frozen=True)
-class BackendSpec:
-    """A ``torch.distributed`` backend and the device each rank computes on.
-
-    ``unusable_reason(nproc_per_node)`` returns ``None`` when the backend can run that many
-    local ranks here, else one sentence saying why not (checked before any process starts).
-    """
-
-    name: str
-    description: str
-    device_type: str
-    unusable_reason: Callable[[int], str | None]
-
-
-@dataclass(frozen=True)
-class LaunchOption:
-    """A command-line option a launcher adds to ``ddpx recipe`` and ``ddpx sweep``.
-
-    ``name`` is the flag without its dashes (``partition`` gives ``--partition``); the value
-    reaches the launcher as ``job.launch.launcher_options[key]``, where ``key`` is the name with
-    ``_`` for ``-``. ``kind`` is ``str``, ``int`` or ``float``; ``flag=True`` makes a switch and
-    ``multiple=True`` a repeatable option (its value a list). Giving a launcher's option with
-    another launcher is a usage error.
-    """
-
-    name: str
-    help: str
-    kind: type = str
-    default: Any = None
-    flag: bool = False
-    multiple: bool = False
-    metavar: str | None = None
-
-    @property
-    def key(self) -> str:
-        return self.name.replace("-", "_")
-
-
-@dataclass(frozen=True)
-class LaunchOutcome:
-    """What a launcher reports: the job's exit status (0 for success), ``detached=True`` when it
-    handed the job over (to a batch system, say) and returned before it ended, and the ranks
-    that a signal killed (``((1, "SIGKILL"),)``): such a rank records no error of its own, and
-    its peers' errors are only the consequence."""
-
-    status: int
-    detached: bool = False
-    killed: tuple[tuple[int, str], ...] = ()
-
-
-class Launcher(Protocol):
-    """Starts the ranks of a job and returns its :class:`LaunchOutcome`."""
-
-    def __call__(self, job: "Job") -> LaunchOutcome: ...
-
-
-@dataclass(frozen=True)
-class LauncherSpec:
-    """A way to start the ranks: ``launch(job)`` runs them all and returns a :class:`LaunchOutcome`.
-
-    ``check(job)`` may raise :class:`~ddpx.contract.errors.UserError` before anything starts.
-    ``submits()`` is true when the ranks will run on other machines (a batch system): then this
-    machine's GPUs are not checked against the backend. ``detaches(job)`` is true when ``launch``
-    will hand the job over and return before it ends (a sweep then refuses it: each trial's
-    result is needed before the next). ``options`` are the launcher's own command-line options
-    (:class:`LaunchOption`).
-    """
-
-    name: str
-    description: str
-    launch: Launcher
-    check: Callable[["Job"], None] | None = None
-    submits: Callable[[], bool] | None = None
-    detaches: Callable[["Job"], bool] | None = None
-    options: tuple[LaunchOption, ...] = ()
 
 
 class Tracker(Protocol):
@@ -271,11 +198,15 @@ class OptimizerSpec:
 class ScheduleSpec:
     """A learning-rate schedule a recipe names with ``train.lr_schedule``, stepped after every
     optimizer step: ``build(optimizer, train, total_steps)`` returns a scheduler, or ``None``
-    for a constant rate."""
+    for a constant rate. ``total_steps`` counts the optimizer steps after the warm-up
+    (``train.warmup_*``, which ddpx runs before the schedule); ``train`` also holds
+    ``steps_per_epoch``, the optimizer steps of one epoch. ``check(train)`` may raise
+    :class:`~ddpx.contract.errors.UserError` before anything starts (keys that cannot work)."""
 
     name: str
     description: str
     build: Callable[["torch.optim.Optimizer", Mapping[str, Any], int], Any]
+    check: Callable[[Mapping[str, Any]], None] | None = None
 
 
 KINDS: Mapping[str, str] = {

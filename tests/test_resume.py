@@ -1,6 +1,8 @@
-"""Resuming: a preempted run, a torchrun restart and a checkpoint given by path continue to the
-weights of a run that nothing interrupted; bad checkpoints are refused."""
+"""Resuming: a preempted run and a torchrun restart continue to the weights of a run that nothing
+interrupted; a checkpoint given by path continues on another number of ranks, inside its epoch;
+bad checkpoints are refused."""
 
+import json
 import subprocess
 import sys
 
@@ -9,6 +11,9 @@ import torch
 from mlflow.tracking import MlflowClient
 
 from conftest import TEST_RECIPES
+from ddpx.plugins.mlp_synthetic.data import make_splits
+from ddpx.plugins.mlp_synthetic.model import MLP
+from ddpx.rank.checkpoint import load_model_weights
 
 pytestmark = pytest.mark.slow  # every test here starts ranks
 
@@ -78,16 +83,35 @@ def test_torchrun_restarts_a_killed_worker_and_resumes(run_ddpx, tracking_uri, e
     assert [m.step for m in client.get_metric_history(run.info.run_id, "train_loss")] == [1, 2, 3, 4]
 
 
-def test_resume_from_a_path_and_bad_checkpoints(run_ddpx, tmp_path, uninterrupted):
-    first = run_ddpx("recipe", TINY, "--tracking", "none", "train.max_epochs=2", cwd=tmp_path)
-    assert first.returncode == 0, first.output
+def heldout_accuracy_in_this_process(model_folder):
+    """The exported model's accuracy over exactly the tiny recipe's held-out split."""
+    model = MLP(64, 8, 64, 3)
+    load_model_weights(model, model_folder / "state_dict.pt")
+    data = make_splits({"train_size": 1200, "dev_size": 300, "heldout_size": 301, "dim_in": 64, "n_classes": 8,
+                        "class_sep": 0.8, "label_noise": 0.03}, seed=0)
+    inputs, targets = data.heldout.tensors
+    with torch.no_grad():
+        return (model.eval()(inputs).argmax(1) == targets).double().mean().item()
+
+
+def test_a_checkpoint_of_3_ranks_resumes_by_path_on_2_and_bad_checkpoints_are_refused(run_ddpx, tmp_path):
+    first = run_ddpx("recipe", TINY, "--nproc", "3", "--tracking", "none", EPOCHS, "train.stop_check_every=5",
+                     "train.lr_schedule=onecycle", plugins=("ddpx_testplug_preempt",),
+                     env={"DDPX_TEST_SIGNAL_AT": "1:16:USR1"}, cwd=tmp_path)  # 13 steps an epoch on 3 ranks
+    assert first.returncode == 75 and "stopped on request 10 step(s) into epoch 2" in first.stderr, first.output
     checkpoint = first.run_dirs()[0] / "checkpoints" / "last.pt"
     later = tmp_path / "later"
     later.mkdir()
-    continued = run_ddpx("recipe", TINY, "--tracking", "none", EPOCHS, "--resume", str(checkpoint), cwd=later)
+    continued = run_ddpx("recipe", TINY, "--nproc", "2", "--tracking", "none", EPOCHS, "train.lr_schedule=onecycle",
+                         "--resume", str(checkpoint), cwd=later)
     assert continued.returncode == 0, continued.output
-    assert "2 epoch(s) done" in continued.stdout
-    assert_same_weights(final_weights(continued), uninterrupted)
+    assert "1 epoch(s) done, 10 step(s) into epoch 2" in continued.stdout
+    assert "continuing on 2 rank(s) a checkpoint of 3: 13 optimizer steps per epoch there, 19 here" in continued.stdout
+    epochs = [json.loads(line) for line in (continued.run_dirs()[0] / "metrics.jsonl").read_text().splitlines()]
+    assert [e["epoch"] for e in epochs] == [2, 3, 4] and epochs[-1]["lr"] < 0.001, "one-cycle ends at the run's end"
+    summary = continued.summary()
+    assert summary["heldout"]["heldout_accuracy"] == heldout_accuracy_in_this_process(continued.run_dirs()[0] / "model")
+    assert summary["heldout"]["heldout_accuracy"] > 0.9
 
     corrupt = tmp_path / "corrupt.pt"
     corrupt.write_bytes(checkpoint.read_bytes()[:100])

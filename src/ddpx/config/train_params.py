@@ -10,7 +10,12 @@ from ddpx.contract.records import Param
 
 TRAIN_PARAMS: dict[str, Param] = {
     "max_epochs": Param(10, "epochs to train at most (0 evaluates the initial model)", minimum=0),
-    "batch_size": Param(64, "samples per process per step (the global batch is this times the world size)", minimum=1),
+    "batch_size": Param(64, "samples per process per micro-batch (the global batch is this times the world size "
+                        "times train.accumulate)", minimum=1),
+    "accumulate": Param(1, "micro-batches per optimizer step (gradient accumulation; DDP all-reduces once per step)",
+                        minimum=1),
+    "clip_grad_norm": Param(0.0, "clip the gradients' total 2-norm to this before each optimizer step, and log the "
+                            "norm with the loss (0: off)", minimum=0),
     "eval_batch_size": Param(512, "samples per process per step when evaluating", minimum=1),
     "lr": Param(0.1, "learning rate", above=0),
     "weight_decay": Param(0.0, "weight decay", minimum=0),
@@ -20,8 +25,14 @@ TRAIN_PARAMS: dict[str, Param] = {
     "patience": Param(3, "stop after this many epochs without dev improvement (0: never stop early)", minimum=0),
     "precision": Param("fp32", "fp32 (or 32), or bf16 / fp16 mixed precision with torch.autocast (fp16 needs a GPU)",
                        choices=("fp32", "32", "bf16", "fp16")),
-    "lr_schedule": Param("none", "learning-rate schedule, stepped every step (a registered schedule: none, cosine, "
-                         "onecycle, or a plugin's)", registry="schedules"),
+    "lr_schedule": Param("constant", "learning-rate schedule, stepped every optimizer step (a registered schedule: "
+                         "constant, step, cosine, onecycle, or a plugin's)", registry="schedules"),
+    "warmup_steps": Param(0, "optimizer steps of linear warm-up to train.lr before the schedule starts", minimum=0),
+    "warmup_fraction": Param(0.0, "warm-up as a fraction of the run's optimizer steps (instead of train.warmup_steps)",
+                             minimum=0, below=1),
+    "lr_decay_every": Param(30, "the step schedule: epochs between decays", minimum=1),
+    "lr_decay_factor": Param(0.1, "the step schedule: the factor the rate is multiplied by at each decay", above=0,
+                             maximum=1),
     "channels_last": Param(False, "channels-last memory format for 4-D inputs (convnets)"),
     "compile": Param(False, "wrap the DDP model in torch.compile"),
     "sampler": Param("distributed", "training sampler (a registered sampler name)", registry="samplers"),

@@ -33,6 +33,7 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
     wrapper = registry.get("wrappers", recipe.train["wrapper"], key="train.wrapper")
     if wrapper.check is not None:
         wrapper.check(job)
+    check_schedule(registry, recipe.train)
     if recipe.task.check is not None:
         call_task_check(recipe.task.check, recipe.config["dataset"], job.world_size)
     if recipe.task.train_samples is not None:
@@ -59,6 +60,16 @@ def check_rank_layout(settings: LaunchSettings) -> None:
     if not 0 <= settings.stall_report_s < float("inf"):
         raise UserError(f"--stall-report must be 0 (never) or a finite number of seconds, not "
                         f"{settings.stall_report_s}.")
+
+
+def check_schedule(registry: Registry, train: Mapping[str, Any]) -> None:
+    """One warm-up key at a time, and the schedule's own check."""
+    if train["warmup_steps"] and train["warmup_fraction"]:
+        raise UserError(f"train.warmup_steps={train['warmup_steps']} and train.warmup_fraction="
+                        f"{train['warmup_fraction']} both set the warm-up; keep one and set the other to 0.")
+    schedule = registry.get("schedules", train["lr_schedule"], key="train.lr_schedule")
+    if schedule.check is not None:
+        schedule.check(train)
 
 
 def check_checkpoints(recipe: Recipe, resume: str | None) -> str | None:

@@ -1,14 +1,16 @@
 """Built-in optimizers (``train.optimizer``) and learning-rate schedules (``train.lr_schedule``).
 
 Optimizers: ``sgd`` (with ``train.momentum``), ``adam``, ``adamw``; each takes ``train.lr`` and
-``train.weight_decay``. Schedules, stepped after every optimizer step over the whole run:
-``none`` (constant), ``cosine`` (annealed to 0), ``onecycle`` (warm up to ``train.lr``, then
-anneal).
+``train.weight_decay``. Schedules, stepped after every optimizer step over the whole run (after
+the warm-up ``train.warmup_steps`` / ``train.warmup_fraction``, which the core runs for any
+schedule): ``constant``, ``step`` (times ``train.lr_decay_factor`` every
+``train.lr_decay_every`` epochs), ``cosine`` (annealed to 0), ``onecycle`` (its own warm-up to
+``train.lr``, then anneal).
 """
 
 from __future__ import annotations
 
-from ddpx.api import OptimizerSpec, ScheduleSpec, hookimpl
+from ddpx.api import OptimizerSpec, ScheduleSpec, UserError, hookimpl
 
 
 def _sgd(parameters, train):
@@ -33,6 +35,13 @@ def _constant(optimizer, train, total_steps):
     return None
 
 
+def _step(optimizer, train, total_steps):
+    import torch
+
+    every = train["lr_decay_every"] * train["steps_per_epoch"]
+    return torch.optim.lr_scheduler.StepLR(optimizer, step_size=every, gamma=train["lr_decay_factor"])
+
+
 def _cosine(optimizer, train, total_steps):
     import torch
 
@@ -45,6 +54,13 @@ def _onecycle(optimizer, train, total_steps):
     return torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=train["lr"], total_steps=total_steps)
 
 
+def _check_onecycle(train):
+    if train["warmup_steps"] or train["warmup_fraction"]:
+        raise UserError("train.lr_schedule=onecycle warms up by itself (over the first 30 % of the run), so "
+                        "train.warmup_steps and train.warmup_fraction must stay 0 with it. Drop the warm-up keys, "
+                        "or use train.lr_schedule=cosine with the warm-up.")
+
+
 @hookimpl
 def register_optimizers(register):
     register(OptimizerSpec("sgd", "stochastic gradient descent, with train.momentum", _sgd))
@@ -54,6 +70,8 @@ def register_optimizers(register):
 
 @hookimpl
 def register_schedules(register):
-    register(ScheduleSpec("none", "a constant learning rate", _constant))
+    register(ScheduleSpec("constant", "a constant learning rate (after any warm-up)", _constant))
+    register(ScheduleSpec("step", "times train.lr_decay_factor every train.lr_decay_every epochs", _step))
     register(ScheduleSpec("cosine", "cosine annealing from train.lr to 0 over the run", _cosine))
-    register(ScheduleSpec("onecycle", "one cycle: warm up to train.lr, then anneal", _onecycle))
+    register(ScheduleSpec("onecycle", "one cycle: warm up to train.lr, then anneal", _onecycle,
+                          check=_check_onecycle))

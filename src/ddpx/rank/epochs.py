@@ -7,19 +7,23 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import nullcontext
+from typing import Any
 
 import torch
 
 from ddpx.contract.specs import MetricSpec
 from ddpx.rank.batching import training_batches
 from ddpx.rank.distributed import all_reduce_sum
+from ddpx.rank.accumulation import MicroBatch, without_gradient_sync
 from ddpx.rank.evaluation import evaluate
 from ddpx.rank.rank_run import RankRun
 from ddpx.rank.signals import Preempted, StopRequests
 from ddpx.rank.stall import BEACON
 from ddpx.rank.sync_check import check_parameters_in_sync
 from ddpx.rank.training_checkpoint import write_last
-from ddpx.rank.training_state import Position, clone_state
+from ddpx.rank.training_state import Position, TrainingState, clone_state
+from ddpx.rank.world_change import EpochOrder
 from ddpx.rank.transfer import to_device
 from ddpx.records.tracking import append_metrics, log_epoch
 
@@ -75,60 +79,93 @@ def train_epoch(run: RankRun, epoch: int, stops: StopRequests) -> torch.Tensor:
     position = state.position
     if hasattr(state.sampler, "set_epoch"):
         state.sampler.set_epoch(epoch)
-    loader = training_batches(run.data.train, state.sampler, batch_size=train["batch_size"], device=device,
+    sampler, batches = epoch_sampler(state, train["drop_last"])
+    loader = training_batches(run.data.train, sampler, batch_size=train["batch_size"], device=device,
                               num_workers=train["num_workers"], collate_fn=run.data.collate_fn,
                               drop_last=train["drop_last"], skip_batches=position.step)
     totals = torch.tensor(position.totals, dtype=torch.float64, device=device)
     BEACON.at(f"training epoch {epoch}, step {{}} (its batch, forward, and backward, in which DDP all-reduces "
               "the gradients)", position.step + 1)
-    with run.console.epoch_bar(epoch, train["max_epochs"], state.batches_per_epoch) as bar:
+    with run.console.epoch_bar(epoch, train["max_epochs"], batches) as bar:
         for inputs, targets in loader:
-            loss = train_step(run, inputs, targets)
+            micro = MicroBatch.at(position.step, batches, train["accumulate"])
+            loss, grad_norm = train_step(run, inputs, targets, micro)
             totals[0] += loss.detach().double() * targets.shape[0]
             totals[1] += targets.shape[0]
             position.step += 1
+            bar.advance(loss)
+            BEACON.progress(position.step + 1)
+            if not micro.last:
+                continue
             if train["check_sync"]:
                 check_parameters_in_sync(state.model, f"step {position.step} of epoch {epoch}")
-            bar.advance(loss)
-            log_step(run, epoch, loss)
-            BEACON.progress(position.step + 1)
-            if position.step < state.batches_per_epoch and stops.agreed(position.step, device):
+            log_step(run, loss, grad_norm)
+            if position.step < batches and stops.agreed(micro.optimizer_step, device):
                 write_last(run, False, totals)
                 run.registry.pm.hook.ddpx_preempted(context=run.context)
                 raise Preempted(f"stopped on request {position.step} step(s) into epoch {epoch}; "
                                 f"the checkpoint is {run.job.run_dir.last_checkpoint}")
+    state.epoch_order = None
     if device.type == "cuda":
         torch.cuda.synchronize(device)  # the epoch's queued kernels belong to its time
     return totals
 
 
-def log_step(run: RankRun, epoch: int, loss: torch.Tensor) -> None:
-    """Every ``train.log_every_n_steps`` optimizer steps rank 0 logs its loss and the learning
-    rate at the global step (``step/train_loss``, ``step/lr``); reading the loss waits for the step."""
+def epoch_sampler(state: TrainingState, drop_last: bool) -> tuple[Any, int]:
+    """This epoch's sampler and micro-batches: the sampler's, or the rest of an epoch continued
+    from another world size (:mod:`ddpx.rank.world_change`)."""
+    if state.epoch_order is None:
+        return state.sampler, state.batches_per_epoch
+    rounding = math.floor if drop_last else math.ceil
+    return EpochOrder(state.epoch_order), rounding(len(state.epoch_order) / state.batch_size)
+
+
+def log_step(run: RankRun, loss: torch.Tensor, grad_norm: torch.Tensor | None) -> None:
+    """Every ``train.log_every_n_steps`` optimizer steps rank 0 logs its loss, the learning rate
+    and (when clipping) the gradient norm before clipping at the global optimizer step
+    (``step/train_loss``, ``step/lr``, ``step/grad_norm``); reading them waits for the step."""
     every = run.train["log_every_n_steps"]
     if not every or run.tracker is None:
         return
-    global_step = (epoch - 1) * run.state.batches_per_epoch + run.state.position.step
+    global_step = run.state.global_step
     if global_step % every == 0:
-        lr = run.state.optimizer.param_groups[0]["lr"]
-        run.tracker.log_metrics({"step/train_loss": float(loss.detach()), "step/lr": lr}, step=global_step)
+        metrics = {"step/train_loss": float(loss.detach()), "step/lr": run.state.optimizer.param_groups[0]["lr"]}
+        if grad_norm is not None:
+            metrics["step/grad_norm"] = float(grad_norm)
+        run.tracker.log_metrics(metrics, step=global_step)
 
 
-def train_step(run: RankRun, inputs, targets) -> torch.Tensor:
-    """Forward in the recipe's precision, backward, optimizer and schedule step; returns the loss."""
+def train_step(run: RankRun, inputs, targets, micro: "MicroBatch") -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Forward in the recipe's precision and backward of one micro-batch (its loss divided by the
+    micro-batches of its step, gradients synchronised on the last only); after the last, the
+    optimizer step. Returns the loss and, when clipping, the gradient norm before clipping."""
     state = run.state
     inputs, targets = to_device(inputs, run.device), to_device(targets, run.device)
     if run.train["channels_last"]:
         inputs = _channels_last(inputs)
-    state.optimizer.zero_grad(set_to_none=True)
-    with state.autocast():
-        loss = state.loss_fn(state.step_model(inputs), targets)
-    state.scaler.scale(loss).backward()
+    if micro.first:
+        state.optimizer.zero_grad(set_to_none=True)
+    with nullcontext() if micro.last else without_gradient_sync(state.wrapped):
+        with state.autocast():
+            loss = state.loss_fn(state.step_model(inputs), targets)
+        state.scaler.scale(loss / micro.group_size if micro.group_size > 1 else loss).backward()
+    return loss, optimizer_step(run) if micro.last else None
+
+
+def optimizer_step(run: RankRun) -> torch.Tensor | None:
+    """Clip (on unscaled gradients), step the optimizer, the scaler and the schedule."""
+    state, clip = run.state, run.train["clip_grad_norm"]
+    grad_norm = None
+    if clip:
+        state.scaler.unscale_(state.optimizer)
+        grad_norm = torch.nn.utils.clip_grad_norm_(state.wrapped.parameters(), clip)
+        grad_norm = grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm  # a sharded norm
     state.scaler.step(state.optimizer)
     state.scaler.update()
     if state.scheduler is not None:
         state.scheduler.step()
-    return loss
+    state.global_step += 1
+    return grad_norm
 
 
 def finish_epoch(run: RankRun, epoch: int, totals: torch.Tensor, started: float) -> None:

@@ -12,6 +12,7 @@ a run started again continues from it (see :mod:`ddpx.rank.resume`).
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Any
 
 import torch
@@ -23,11 +24,12 @@ from ddpx.plugin_host.registry import Registry
 from ddpx.rank.distributed import RankEnv, barrier, broadcast_object
 from ddpx.rank.epochs import run_epochs
 from ddpx.rank.evaluation import evaluate, per_label_metrics
-from ddpx.rank.optim import seed_everything
+from ddpx.rank.optim import build_schedule, seed_everything
 from ddpx.rank.progress import RankConsole
 from ddpx.rank.rank_run import RankRun
 from ddpx.rank.stall import BEACON
-from ddpx.rank.training_state import Components, build_training_state, restore
+from ddpx.rank.training_state import Components, TrainingState, build_training_state, restore
+from ddpx.rank.world_change import continue_here
 from ddpx.records.dataset_record import dataset_record
 from ddpx.records.guarded_tracker import GuardedTracker
 from ddpx.records.model_export import write_model_files
@@ -47,7 +49,8 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
     BEACON.at("building the model, its wrapper and the optimizer")
     state = build_training_state(job, registry, parts, data, env, device, resume)
     if resume is not None:
-        console.print(restore(state, resume, env))
+        for line in resume_training(job, registry, parts, data, env, state, resume):
+            console.print(line)
     run = RankRun(job, registry, env, device, console, tracker, parts, data, state)
     BEACON.at("the plugins' ddpx_fit_start hooks")
     registry.pm.hook.ddpx_fit_start(context=run.context)
@@ -57,6 +60,17 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
     BEACON.at("the plugins' ddpx_fit_end hooks")
     registry.pm.hook.ddpx_fit_end(context=run.context, result=summary)
     return summary
+
+
+def resume_training(job: Job, registry: Registry, parts: Components, data: TaskData, env: RankEnv,
+                    state: TrainingState, resume: dict[str, Any]) -> list[str]:
+    """Restore the checkpoint's state, fitted to this job's ranks and steps; lines for the user."""
+    train = job.config["train"]
+    lines = [restore(state, resume, env)]
+    changed = continue_here(state, resume, env.rank, env.world_size,
+                            partial(parts.sampler.build, data.train, seed=train["seed"]), train,
+                            partial(build_schedule, registry, state.optimizer, train, state.optimizer_steps_per_epoch))
+    return lines + ([changed] if changed else [])
 
 
 def build_task_data(job: Job, parts: Components, env: RankEnv, device: torch.device,

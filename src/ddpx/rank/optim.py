@@ -24,11 +24,25 @@ def build_optimizer(registry: Registry, parameters, train: Mapping[str, Any]) ->
     return registry.get("optimizers", train["optimizer"], key="train.optimizer").build(parameters, train)
 
 
+def warmup_steps(train: Mapping[str, Any], total_steps: int) -> int:
+    """Optimizer steps of linear warm-up: ``train.warmup_steps``, or ``train.warmup_fraction`` of the run."""
+    return train["warmup_steps"] or round(train["warmup_fraction"] * total_steps)
+
+
 def build_schedule(registry: Registry, optimizer: torch.optim.Optimizer, train: Mapping[str, Any],
                    steps_per_epoch: int):
-    """The per-step learning-rate schedule over the whole run, or ``None`` for a constant rate."""
+    """The per-optimizer-step learning-rate schedule over the whole run — a linear warm-up, then
+    the recipe's schedule over the remaining steps — or ``None`` for a constant rate."""
     total = max(1, train["max_epochs"] * steps_per_epoch)
-    return registry.get("schedules", train["lr_schedule"], key="train.lr_schedule").build(optimizer, train, total)
+    warmup = min(warmup_steps(train, total), total - 1)
+    spec = registry.get("schedules", train["lr_schedule"], key="train.lr_schedule")
+    main = spec.build(optimizer, {**train, "steps_per_epoch": steps_per_epoch}, total - warmup)
+    if warmup <= 0:
+        return main
+    ramp = torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=1 / warmup, total_iters=warmup)
+    if main is None:
+        return ramp
+    return torch.optim.lr_scheduler.SequentialLR(optimizer, [ramp, main], milestones=[warmup])
 
 
 def autocast_factory(device: torch.device, precision: str) -> Callable[[], Any]:

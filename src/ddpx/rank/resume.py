@@ -33,9 +33,6 @@ def load_resume_state(job: Job, world_size: int) -> dict[str, Any] | None:
         return None
     state = load_checkpoint(source)
     check_resumable(state, source, job.config)
-    if state.get("step", 0) and len(state["ranks"]) != world_size:
-        raise UserError(f"checkpoint '{source}' stopped inside an epoch with {len(state['ranks'])} ranks; resume it "
-                        f"with the same number of ranks (this job has {world_size}).")
     state["source"] = str(source)
     return state
 

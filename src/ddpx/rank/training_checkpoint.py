@@ -14,9 +14,10 @@ from ddpx.rank.rank_run import RankRun
 from ddpx.rank.stall import BEACON
 
 
-def gather_rank_states(totals: torch.Tensor) -> list[dict[str, Any]]:
-    """Every rank's RNG state and partial-epoch sums, in rank order (for exact resumption)."""
-    mine = {"rng": rng_state(), "totals": totals.tolist()}
+def gather_rank_states(totals: torch.Tensor, order_left: list[int] | None) -> list[dict[str, Any]]:
+    """Every rank's RNG state and partial-epoch sums, in rank order (for exact resumption), and
+    the rest of its epoch's order when that epoch was continued from another world size."""
+    mine = {"rng": rng_state(), "totals": totals.tolist(), "order_left": order_left}
     if not dist.is_initialized():
         return [mine]
     states: list[Any] = [None] * dist.get_world_size()
@@ -34,6 +35,9 @@ def checkpoint_contents(run: RankRun, rank_states: list[dict[str, Any]]) -> dict
         "scaler": state.scaler.state_dict() if state.scaler.is_enabled() else None,
         "epoch": position.epoch,
         "step": position.step,
+        "batch_size": state.batch_size,
+        "steps_per_epoch": state.optimizer_steps_per_epoch,
+        "global_step": state.global_step,
         "best": list(selection.best) if selection.best else None,
         "best_epoch": selection.best_epoch,
         "best_metric": selection.best[0] if selection.best else None,
@@ -49,7 +53,8 @@ def checkpoint_contents(run: RankRun, rank_states: list[dict[str, Any]]) -> dict
 
 def write_last(run: RankRun, improved: bool, totals: torch.Tensor) -> None:
     """Every rank takes part (the RNG states are gathered); rank 0 writes the files."""
-    rank_states = gather_rank_states(totals)
+    order = run.state.epoch_order
+    rank_states = gather_rank_states(totals, None if order is None else order[run.state.position.step * run.state.batch_size:])
     if not run.env.is_main:
         return
     contents = checkpoint_contents(run, rank_states)

@@ -15,6 +15,7 @@ from ddpx.contract.records import TaskData
 from ddpx.contract.specs import MetricSpec, ModelSpec, SamplerSpec, TaskSpec, WrapperSpec
 from ddpx.launch.job import Job
 from ddpx.plugin_host.registry import Registry
+from ddpx.rank.accumulation import optimizer_steps
 from ddpx.rank.batching import training_batches
 from ddpx.rank.checkpoint import load_model_weights, restore_rng_state, strip_wrapper_prefixes
 from ddpx.rank.distributed import RankEnv
@@ -68,7 +69,9 @@ class TrainingState:
     wrapped: torch.nn.Module
     step_model: torch.nn.Module
     sampler: Any
-    batches_per_epoch: int
+    batches_per_epoch: int  # micro-batches
+    batch_size: int  # samples per micro-batch
+    accumulate: int  # micro-batches per optimizer step
     optimizer: torch.optim.Optimizer
     scheduler: Any
     scaler: torch.amp.GradScaler
@@ -76,6 +79,12 @@ class TrainingState:
     autocast: Callable[[], Any]
     selection: Selection
     position: Position = field(default_factory=Position)
+    global_step: int = 0  # optimizer steps over the run
+    epoch_order: list[int] | None = None  # this rank's indices for the rest of an epoch continued elsewhere
+
+    @property
+    def optimizer_steps_per_epoch(self) -> int:
+        return optimizer_steps(self.batches_per_epoch, self.accumulate)
 
 
 def clone_state(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -122,7 +131,8 @@ def build_training_state(job: Job, registry: Registry, parts: Components, data: 
     optimizer = build_optimizer(registry, wrapped.parameters(), train)
     return TrainingState(
         model=model, wrapped=wrapped, step_model=step_model, sampler=sampler, batches_per_epoch=batches,
-        optimizer=optimizer, scheduler=build_schedule(registry, optimizer, train, batches),
+        batch_size=train["batch_size"], accumulate=train["accumulate"], optimizer=optimizer,
+        scheduler=build_schedule(registry, optimizer, train, optimizer_steps(batches, train["accumulate"])),
         scaler=torch.amp.GradScaler(device.type, enabled=train["precision"] == "fp16"),
         loss_fn=loss_function(parts.task.loss), autocast=autocast_factory(device, train["precision"]),
         selection=Selection(best_state=clone_state(model.state_dict())),
@@ -144,6 +154,8 @@ def restore(state: TrainingState, resume: dict[str, Any], env: RankEnv) -> str:
     same_world = len(ranks) == env.world_size
     position = state.position = Position(epoch=resume["epoch"], step=resume.get("step", 0),
                                          totals=ranks[env.rank]["totals"] if same_world else [0.0, 0.0])
+    state.global_step = resume.get("global_step", position.epoch * state.optimizer_steps_per_epoch
+                                   + optimizer_steps(position.step, state.accumulate))
     if same_world:
         restore_rng_state(ranks[env.rank]["rng"])
     into = f", {position.step} step(s) into epoch {position.epoch + 1}" if position.step else ""

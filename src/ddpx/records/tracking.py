@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 def run_params(job: Job, *, device: str) -> dict[str, Any]:
     """The flattened resolved recipe plus how it ran — the same names for every recipe."""
     params = {k: v for k, v in flatten(job.config).items() if k != "description"}
-    launch = job.launch
+    launch, train = job.launch, job.config["train"]
     params.update(
         {
             "launcher": launch.launcher,
@@ -34,8 +34,8 @@ def run_params(job: Job, *, device: str) -> dict[str, Any]:
             "world_size": job.world_size,
             "nnodes": launch.nnodes,
             "nproc_per_node": launch.nproc,
-            "global_batch_size": job.config["train"]["batch_size"] * job.world_size,
-            "precision": job.config["train"]["precision"],
+            "global_batch_size": train["batch_size"] * job.world_size * train["accumulate"],
+            "precision": train["precision"],
         }
     )
     return params

@@ -2,6 +2,7 @@
 interrupted; a checkpoint given by path continues on another number of ranks, inside its epoch;
 bad checkpoints are refused."""
 
+import io
 import json
 import subprocess
 import sys
@@ -83,10 +84,10 @@ def test_torchrun_restarts_a_killed_worker_and_resumes(run_ddpx, tracking_uri, e
     assert [m.step for m in client.get_metric_history(run.info.run_id, "train_loss")] == [1, 2, 3, 4]
 
 
-def heldout_accuracy_in_this_process(model_folder):
-    """The exported model's accuracy over exactly the tiny recipe's held-out split."""
+def heldout_accuracy_in_this_process(weights):
+    """The accuracy of the tiny recipe's model with ``weights`` (a state dict file) over exactly its held-out split."""
     model = MLP(64, 8, 64, 3)
-    load_model_weights(model, model_folder / "state_dict.pt")
+    load_model_weights(model, weights)
     data = make_splits({"train_size": 1200, "dev_size": 300, "heldout_size": 301, "dim_in": 64, "n_classes": 8,
                         "class_sep": 0.8, "label_noise": 0.03}, seed=0)
     inputs, targets = data.heldout.tensors
@@ -110,7 +111,7 @@ def test_a_checkpoint_of_3_ranks_resumes_by_path_on_2_and_bad_checkpoints_are_re
     epochs = [json.loads(line) for line in (continued.run_dirs()[0] / "metrics.jsonl").read_text().splitlines()]
     assert [e["epoch"] for e in epochs] == [2, 3, 4] and epochs[-1]["lr"] < 0.001, "one-cycle ends at the run's end"
     summary = continued.summary()
-    assert summary["heldout"]["heldout_accuracy"] == heldout_accuracy_in_this_process(continued.run_dirs()[0] / "model")
+    assert summary["heldout"]["heldout_accuracy"] == heldout_accuracy_in_this_process(continued.run_dirs()[0] / "model" / "state_dict.pt")
     assert summary["heldout"]["heldout_accuracy"] > 0.9
 
     corrupt = tmp_path / "corrupt.pt"
@@ -124,3 +125,40 @@ def test_a_checkpoint_of_3_ranks_resumes_by_path_on_2_and_bad_checkpoints_are_re
     checkpoint.write_bytes(b"not a checkpoint")  # --resume auto never silently starts afresh
     auto = run_ddpx("recipe", TINY, "--tracking", "none", "--resume", "auto", cwd=tmp_path)
     assert auto.returncode == 2 and "cannot be read safely" in auto.stderr  # found before launch
+
+
+def test_fsdp_trains_like_ddp_resumes_its_shards_on_3_ranks_and_exports_one_plain_model(run_ddpx, tmp_path,
+                                                                                      uninterrupted):
+    import mlflow
+    import pandas as pd
+
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = ("recipe", TINY, "train.wrapper=fsdp", "--tracking-uri", store, EPOCHS, "train.stop_check_every=5")
+    inject = dict(plugins=("ddpx_testplug_preempt",), env={"DDPX_TEST_SIGNAL_AT": "1:25:USR1", "DDPX_LOG_MODEL": "true"})
+    stopped = run_ddpx(*args, **inject)
+    assert stopped.returncode == 75 and "stopped on request 15 step(s) into epoch 2" in stopped.stderr, stopped.output
+    (run_dir,) = stopped.run_dirs()
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["last-e1-s15.dcp", "last.pt"]
+
+    resumed = run_ddpx(*args, "--nproc", "3", "--resume", "auto", **inject)
+    assert resumed.returncode == 0, resumed.output
+    assert "continuing on 3 rank(s) a checkpoint of 2" in resumed.stdout
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["last-e4-s0.dcp", "last.pt"]
+    accuracy = resumed.summary()["heldout"]["heldout_accuracy"]
+    assert accuracy == heldout_accuracy_in_this_process(run_dir / "model" / "state_dict.pt"), "exact, on the export"
+    torch.save(uninterrupted, tmp_path / "ddp.pt")  # the same recipe's weights after 4 epochs with ddp
+    assert abs(accuracy - heldout_accuracy_in_this_process(tmp_path / "ddp.pt")) <= 0.03, "the band ddp reaches"
+
+    features = make_splits({"train_size": 1200, "dev_size": 300, "heldout_size": 301, "dim_in": 64, "n_classes": 8,
+                            "class_sep": 0.8, "label_noise": 0.03}, seed=0).heldout.tensors[0][:20].numpy()
+    table = pd.DataFrame(features, columns=[f"x{i}" for i in range(64)])
+    table.to_csv(tmp_path / "rows.csv", index=False)
+    predicted = run_ddpx("predict", str(run_dir / "model"), str(tmp_path / "rows.csv"))
+    assert predicted.returncode == 0, predicted.output
+    by_cli = pd.read_csv(io.StringIO(predicted.stdout))
+    mlflow.set_tracking_uri(store)
+    (model,) = mlflow.search_logged_models(experiment_ids=[mlflow.get_experiment_by_name("tiny_mlp").experiment_id],
+                                           output_format="list")
+    by_mlflow = mlflow.pyfunc.load_model(f"models:/{model.model_id}").predict(table)
+    assert list(by_cli["predicted"]) == list(by_mlflow["predicted"])
+    assert by_cli["probability"].to_numpy() == pytest.approx(by_mlflow["probability"].to_numpy(), abs=1e-6)

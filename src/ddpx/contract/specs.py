@@ -117,13 +117,16 @@ class WrapperSpec:
     ``check(job)`` may raise :class:`~ddpx.contract.errors.UserError` before anything starts.
     Gradient accumulation (``train.accumulate``) runs every micro-batch but the last of a step
     inside the wrapped module's ``no_sync()`` context when it has one (DDP's), so gradients are
-    synchronised once per optimizer step.
+    synchronised once per optimizer step. ``sharded=True`` says each rank holds only a shard of
+    the parameters (DTensors, as FSDP2 makes): ddpx then writes checkpoints with
+    torch.distributed.checkpoint and gathers the best weights for export.
     """
 
     name: str
     description: str
     wrap: Callable[["torch.nn.Module", "torch.device"], "torch.nn.Module"]
     check: Callable[["Job"], None] | None = None
+    sharded: bool = False
 
 
 class Tracker(Protocol):

@@ -24,7 +24,8 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
     launcher = registry.get("launchers", settings.launcher, key="--launcher")
     tracker = registry.get("trackers", settings.tracking, key="--tracking")
     check_rank_layout(settings)
-    resume_from = check_checkpoints(recipe, settings.resume)
+    sharded = registry.get("wrappers", recipe.train["wrapper"], key="train.wrapper").sharded
+    resume_from = check_checkpoints(recipe, settings.resume, sharded)
     resolved = resolve_for_this_machine(registry, recipe, settings, launcher)
     job = Job(recipe_name=recipe.name, recipe_source=recipe.source, config=recipe.config, launch=resolved,
               requested=recipe.requested, resume_from=resume_from)
@@ -72,7 +73,7 @@ def check_schedule(registry: Registry, train: Mapping[str, Any]) -> None:
         schedule.check(train)
 
 
-def check_checkpoints(recipe: Recipe, resume: str | None) -> str | None:
+def check_checkpoints(recipe: Recipe, resume: str | None, sharded: bool) -> str | None:
     """A ``--resume PATH`` or ``train.init_from`` that cannot be read (or does not fit) is an error
     now, not on every rank; returns the checkpoint a first start continues from."""
     resume_from = None
@@ -80,7 +81,7 @@ def check_checkpoints(recipe: Recipe, resume: str | None) -> str | None:
         from ddpx.rank.checkpoint import load_checkpoint
         from ddpx.rank.resume import check_resumable
 
-        check_resumable(load_checkpoint(resume), resume, recipe.config)
+        check_resumable(load_checkpoint(resume), resume, recipe.config, sharded)
         resume_from = str(Path(resume).resolve())
     if recipe.train["init_from"]:
         from ddpx.rank.checkpoint import load_checkpoint

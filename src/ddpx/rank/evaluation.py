@@ -1,7 +1,10 @@
 """Exact distributed evaluation: every sample scored once, the metric computed once.
 
 Each rank scores a disjoint, contiguous shard of the split (shards differ by at most one
-sample; no sampler padding, no dropped tail). Outputs, targets and dataset indices are gathered,
+sample; no sampler padding, no dropped tail). Every rank calls the model the same number of
+times — a rank whose shard needs a batch fewer scores one sample more and drops its output —
+so a sharded model (``train.wrapper=fsdp``), whose forward gathers parameters from every rank,
+never waits for a rank that has stopped. Outputs, targets and dataset indices are gathered,
 the gathered count is checked against the split's size, rows are put back in dataset order,
 and the metric is computed on rank 0 over the complete split, then shared with every rank.
 """
@@ -9,7 +12,7 @@ and the metric is computed on rank 0 over the complete split, then shared with e
 from __future__ import annotations
 
 import re
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -67,22 +70,23 @@ def predict(
     size = len(dataset)  # type: ignore[arg-type]
     shard = shard_bounds(size, rank, world_size)
     loader = evaluation_batches(dataset, shard, batch_size=batch_size, device=device, collate_fn=collate_fn)
+    forward = _forward(model, device, autocast)
     was_training = model.training
     model.eval()
     outputs, targets = [], []
     for inputs, target in loader:
-        if autocast is not None:
-            with autocast():
-                out = model(to_device(inputs, device))
-        else:
-            out = model(to_device(inputs, device))
-        outputs.append(out.float())
+        outputs.append(forward(inputs))
         targets.append(target.to(device))
         BEACON.touch()
+    largest_shard = -(-size // world_size)
+    calls = -(-largest_shard // batch_size)
+    for _ in range(calls - len(outputs)):  # the same forward calls on every rank; these outputs are dropped
+        (inputs, target), = evaluation_batches(dataset, range(1), batch_size=1, device=device, collate_fn=collate_fn)
+        filler, filler_target = forward(inputs), target.to(device)
     if outputs:
         local_out, local_targets = torch.cat(outputs), torch.cat(targets)
     else:  # a rank with an empty shard still joins the gather, with rows of the right shape
-        local_out, local_targets = _empty_like_peers(model, dataset, device, collate_fn)
+        local_out, local_targets = filler[:0], filler_target[:0]
     model.train(was_training)
     local_index = torch.arange(shard.start, shard.stop, device=device, dtype=torch.long)
 
@@ -95,11 +99,13 @@ def predict(
     return Predictions(outputs=all_out[order].cpu(), targets=all_targets[order].cpu())
 
 
-def _empty_like_peers(model, dataset, device, collate_fn):
-    (inputs, target), = evaluation_batches(dataset, range(1), batch_size=1, device=device, collate_fn=collate_fn)
-    with torch.no_grad():
-        out = model(to_device(inputs, device)).float()
-    return out[:0], target.to(device)[:0]
+def _forward(model: torch.nn.Module, device: torch.device,
+             autocast: Callable[[], AbstractContextManager[Any]] | None) -> Callable[[Any], torch.Tensor]:
+    def forward(inputs) -> torch.Tensor:
+        with autocast() if autocast is not None else nullcontext():
+            return model(to_device(inputs, device)).float()
+
+    return forward
 
 
 def evaluate(model: torch.nn.Module, dataset: Dataset, *, metric: MetricSpec, loss_fn: LossFn,

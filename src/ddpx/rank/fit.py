@@ -28,6 +28,7 @@ from ddpx.rank.optim import build_schedule, seed_everything
 from ddpx.rank.progress import RankConsole
 from ddpx.rank.rank_run import RankRun
 from ddpx.rank.stall import BEACON
+from ddpx.rank.sharded_checkpoint import gathered
 from ddpx.rank.training_state import Components, TrainingState, build_training_state, restore
 from ddpx.rank.world_change import continue_here
 from ddpx.records.dataset_record import dataset_record
@@ -93,12 +94,13 @@ def evaluate_heldout(run: RankRun, started: float) -> RunSummary:
     selection, metric = run.state.selection, run.parts.metric
     run.state.model.load_state_dict(selection.best_state)
     heldout = evaluate(run.state.model, run.data.heldout, keep_predictions=True, **run.evaluation_options())
+    best_weights = gathered(selection.best_state)  # whole tensors of a sharded model, on every rank
     if run.env.is_main:
         folder = run.job.run_dir.path
         for path in heldout_reports(heldout.predictions, run.parts.task.loss, run.data.info, folder / "reports"):
             if run.tracker:
                 run.tracker.log_artifact(path)
-        for path in write_model_files(folder / "model", selection.best_state, run.job.config, run.data.info):
+        for path in write_model_files(folder / "model", best_weights, run.job.config, run.data.info):
             if run.tracker:
                 run.tracker.log_artifact(path, "model")
     by_label = per_label_metrics(heldout.predictions, metric, run.data.info.get("labels") or [], "heldout")

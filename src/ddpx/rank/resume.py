@@ -26,13 +26,13 @@ def resume_source(job: Job) -> Path | None:
     return None
 
 
-def load_resume_state(job: Job, world_size: int) -> dict[str, Any] | None:
-    """The training state to continue from, checked against this job."""
+def load_resume_state(job: Job, sharded: bool) -> dict[str, Any] | None:
+    """The training state to continue from, checked against this job (``sharded``: its wrapper shards)."""
     source = resume_source(job)
     if source is None:
         return None
     state = load_checkpoint(source)
-    check_resumable(state, source, job.config)
+    check_resumable(state, source, job.config, sharded)
     state["source"] = str(source)
     return state
 
@@ -49,12 +49,19 @@ def check_init_fits(state: dict[str, Any], source: Path | str, config: dict[str,
                         "start this one. Use a checkpoint of the same model, or set the model keys to match.")
 
 
-def check_resumable(state: dict[str, Any], source: Path | str, config: dict[str, Any]) -> None:
-    """A checkpoint a run can continue from: ddpx's training state, for this recipe's model."""
-    missing = {"model", "optimizer", "epoch", "ranks"} - set(state)
+def check_resumable(state: dict[str, Any], source: Path | str, config: dict[str, Any],
+                    sharded: bool | None = None) -> None:
+    """A checkpoint a run can continue from: ddpx's training state, for this recipe's model, and
+    sharded when this recipe's wrapper shards (``sharded``, when known)."""
+    missing = ({"epoch", "ranks"} if state.get("sharded") else {"model", "optimizer", "epoch", "ranks"}) - set(state)
     if missing:
         raise UserError(f"checkpoint '{source}' cannot resume a run: it lacks {', '.join(sorted(missing))}. "
                         "Use a last.pt written by ddpx, or start the run afresh.")
     if state.get("recipe", {}).get("model") != config["model"]:
         raise UserError(f"checkpoint '{source}' was written for another model ({state.get('recipe', {}).get('model')}); "
                         "resume it with the recipe that wrote it.")
+    if sharded is not None and bool(state.get("sharded")) != sharded:
+        written = state.get("recipe", {}).get("train", {}).get("wrapper", "another wrapper")
+        raise UserError(f"checkpoint '{source}' holds {'sharded' if state.get('sharded') else 'whole'} weights and "
+                        f"optimizer state (written with train.wrapper={written}), which train.wrapper="
+                        f"{config['train']['wrapper']} cannot continue. Resume it with train.wrapper={written}.")

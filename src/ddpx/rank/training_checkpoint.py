@@ -1,6 +1,7 @@
 """The training checkpoint: rank 0 writes ``last.pt`` (and ``best.pt`` when the epoch improved)
 with everything needed to continue exactly — every rank's RNG state and partial-epoch sums
-included, gathered from all ranks."""
+included, gathered from all ranks. A sharded model's tensors go to a torch.distributed.checkpoint
+folder that ``last.pt`` names (:mod:`ddpx.rank.sharded_checkpoint`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import torch.distributed as dist
 
 from ddpx.rank.checkpoint import rng_state, save_checkpoint, unwrap
 from ddpx.rank.rank_run import RankRun
+from ddpx.rank.sharded_checkpoint import remove_other_folders, save_shards, sharded_folder
 from ddpx.rank.stall import BEACON
 
 
@@ -28,9 +30,10 @@ def gather_rank_states(totals: torch.Tensor, order_left: list[int] | None) -> li
 
 def checkpoint_contents(run: RankRun, rank_states: list[dict[str, Any]]) -> dict[str, Any]:
     state, selection, position = run.state, run.state.selection, run.state.position
+    tensors = {"model": unwrap(state.model).state_dict(), "optimizer": state.optimizer.state_dict(),
+               "best_model": selection.best_state} if not state.sharded else {}
     return {
-        "model": unwrap(state.model).state_dict(),
-        "optimizer": state.optimizer.state_dict(),
+        **tensors,
         "scheduler": state.scheduler.state_dict() if state.scheduler is not None else None,
         "scaler": state.scaler.state_dict() if state.scaler.is_enabled() else None,
         "epoch": position.epoch,
@@ -42,7 +45,6 @@ def checkpoint_contents(run: RankRun, rank_states: list[dict[str, Any]]) -> dict
         "best_epoch": selection.best_epoch,
         "best_metric": selection.best[0] if selection.best else None,
         "stale": selection.stale,
-        "best_model": selection.best_state,
         "ranks": rank_states,
         "rng": rank_states[0]["rng"],
         "tracking_run_id": run.tracker.run_id if run.tracker else None,
@@ -52,12 +54,22 @@ def checkpoint_contents(run: RankRun, rank_states: list[dict[str, Any]]) -> dict
 
 
 def write_last(run: RankRun, improved: bool, totals: torch.Tensor) -> None:
-    """Every rank takes part (the RNG states are gathered); rank 0 writes the files."""
-    order = run.state.epoch_order
-    rank_states = gather_rank_states(totals, None if order is None else order[run.state.position.step * run.state.batch_size:])
+    """Every rank takes part (the RNG states are gathered; a sharded model's shards are written by
+    every rank); rank 0 writes the files."""
+    state, last = run.state, run.job.run_dir.last_checkpoint
+    order = state.epoch_order
+    rank_states = gather_rank_states(totals, None if order is None else order[state.position.step * state.batch_size:])
+    folder = None
+    if state.sharded:
+        folder = sharded_folder(last, state.position.epoch, state.position.step)
+        save_shards(folder, state.model, state.optimizer, state.selection.best_state)
     if not run.env.is_main:
         return
     contents = checkpoint_contents(run, rank_states)
-    save_checkpoint(run.job.run_dir.last_checkpoint, contents)
+    if folder is not None:
+        save_checkpoint(last, {**contents, "sharded": folder.name})
+        remove_other_folders(last, keep=folder)
+        return  # the best weights are in the folder, and exported at the end as model/state_dict.pt
+    save_checkpoint(last, contents)
     if improved:
         save_checkpoint(run.job.run_dir.best_checkpoint, contents)

@@ -6,6 +6,7 @@ wrapped, the optimizer, schedule and gradient scaler, the sampler — and where 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -21,6 +22,7 @@ from ddpx.rank.checkpoint import load_model_weights, restore_rng_state, strip_wr
 from ddpx.rank.distributed import RankEnv
 from ddpx.rank.losses import LossFn, loss_function
 from ddpx.rank.optim import autocast_factory, build_optimizer, build_schedule
+from ddpx.rank.sharded_checkpoint import load_shards
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ class TrainingState:
     selection: Selection
     position: Position = field(default_factory=Position)
     global_step: int = 0  # optimizer steps over the run
+    sharded: bool = False  # each rank holds a shard of the parameters (checkpoints through DCP)
     epoch_order: list[int] | None = None  # this rank's indices for the rest of an epoch continued elsewhere
 
     @property
@@ -96,7 +99,7 @@ def build_model(job: Job, parts: Components, data: TaskData, device: torch.devic
     """The plain model on ``device``: fresh, or with the checkpoint's or ``train.init_from``'s weights."""
     train = job.config["train"]
     model = parts.model.build({k: v for k, v in job.config["model"].items() if k != "name"}, data.info)
-    if resume is not None:
+    if resume is not None and "model" in resume:  # a sharded checkpoint loads after wrapping
         model.load_state_dict(strip_wrapper_prefixes(resume["model"]))
     elif train["init_from"]:
         load_model_weights(model, train["init_from"])
@@ -135,21 +138,25 @@ def build_training_state(job: Job, registry: Registry, parts: Components, data: 
         scheduler=build_schedule(registry, optimizer, train, optimizer_steps(batches, train["accumulate"])),
         scaler=torch.amp.GradScaler(device.type, enabled=train["precision"] == "fp16"),
         loss_fn=loss_function(parts.task.loss), autocast=autocast_factory(device, train["precision"]),
-        selection=Selection(best_state=clone_state(model.state_dict())),
+        selection=Selection(best_state=clone_state(model.state_dict())), sharded=parts.wrapper.sharded,
     )
 
 
 def restore(state: TrainingState, resume: dict[str, Any], env: RankEnv) -> str:
     """Continue from a checkpoint: optimizer, schedule, scaler, selection, position and this rank's
     RNG state (when the world size is the one that wrote it). Returns a line for the user."""
-    state.optimizer.load_state_dict(resume["optimizer"])
+    if resume.get("sharded"):
+        best_state = load_shards(Path(resume["source"]).parent / resume["sharded"], state.model, state.optimizer)
+    else:
+        state.optimizer.load_state_dict(resume["optimizer"])
+        best_state = strip_wrapper_prefixes(resume["best_model"])
     if state.scheduler is not None and resume.get("scheduler"):
         state.scheduler.load_state_dict(resume["scheduler"])
     if resume.get("scaler"):
         state.scaler.load_state_dict(resume["scaler"])
     best = resume.get("best")
     state.selection = Selection(best=tuple(best) if best else None, best_epoch=resume.get("best_epoch", 0),
-                                stale=resume.get("stale", 0), best_state=strip_wrapper_prefixes(resume["best_model"]))
+                                stale=resume.get("stale", 0), best_state=best_state)
     ranks = resume["ranks"]
     same_world = len(ranks) == env.world_size
     position = state.position = Position(epoch=resume["epoch"], step=resume.get("step", 0),

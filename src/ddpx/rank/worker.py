@@ -71,7 +71,7 @@ def _run(job: Job) -> None:
     registry = load_registry()
     backend = registry.get("backends", job.launch.backend)
     device = device_for(backend.device_type, env.local_rank)
-    resume = load_resume_state(job, env.world_size)
+    resume = load_resume_state(job, registry.get("wrappers", job.config["train"]["wrapper"]).sharded)
     report = (lambda text: console.print(f"ddpx: {text}", markup=False, style="yellow")) if env.is_main else None
     with watching_for_stalls(job.run_dir.path, env.rank, job.launch.stall_report_s, report):
         BEACON.at("joining the process group")

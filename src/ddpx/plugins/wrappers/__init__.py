@@ -7,6 +7,9 @@
   weights broadcast at the start, every gradient all-reduced and averaged from a hook on the
   backward pass (:mod:`ddpx.plugins.wrappers.allreduce`). Same results as ``ddp``, slower: one
   collective per parameter, no bucketing. For learning and comparison.
+- ``fsdp``: PyTorch's FSDP2 (``fully_shard``) — parameters, gradients and optimizer state
+  sharded across ranks (:mod:`ddpx.plugins.wrappers.fully_sharded`); checkpoints through
+  torch.distributed.checkpoint.
 - ``dp``: ``torch.nn.DataParallel``, one process driving every local GPU
   (:mod:`ddpx.plugins.wrappers.data_parallel`). For comparison only; needs ``--nproc 1``.
 """
@@ -32,6 +35,18 @@ def _allreduce(model, device):
     return AllReduceDataParallel(model)
 
 
+def _fsdp(model, device):
+    from ddpx.plugins.wrappers.fully_sharded import wrap_fully_sharded
+
+    return wrap_fully_sharded(model, device)
+
+
+def _check_fsdp(job) -> None:
+    from ddpx.plugins.wrappers.fully_sharded import check_fully_sharded
+
+    check_fully_sharded(job)
+
+
 def _dp(model, device):
     from ddpx.plugins.wrappers.data_parallel import wrap_data_parallel
 
@@ -49,5 +64,7 @@ def register_wrappers(register):
     register(WrapperSpec("ddp", "DistributedDataParallel: bucketed all-reduce overlapped with backward", _ddp))
     register(WrapperSpec("allreduce", "hand-made: broadcast at start, all-reduce each gradient from a hook",
                          _allreduce))
+    register(WrapperSpec("fsdp", "FSDP2 (fully_shard): parameters, gradients and optimizer state sharded across ranks",
+                         _fsdp, check=_check_fsdp, sharded=True))
     register(WrapperSpec("dp", "torch.nn.DataParallel: one process over every local GPU (--nproc 1)", _dp,
                          check=_check_dp))

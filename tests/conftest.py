@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -74,6 +75,14 @@ def processes_with_marker(marker: str) -> list[int]:
         except OSError:
             continue
     return found
+
+def orphans(marker: str, wait_s: float = 5.0) -> list[int]:
+    """Processes of a finished ``ddpx`` command still alive after ``wait_s`` seconds (the spawn
+    launcher's fork server leaves when the command has exited, a moment later)."""
+    deadline = time.monotonic() + wait_s
+    while (left := processes_with_marker(marker)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
 
 @pytest.fixture
 def run_ddpx(tmp_path):

@@ -13,7 +13,7 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
-from conftest import TEST_RECIPES, processes_with_marker
+from conftest import TEST_RECIPES, orphans
 from image_files import write_mnist
 from smiles_files import write_smiles_csv
 
@@ -173,7 +173,7 @@ def test_bad_input(name, run_ddpx, tmp_path, tracking_uri, experiment):
     assert case.fragment in result.stderr, result.stderr
     assert [line.startswith("Error:") for line in result.stderr.splitlines()].count(True) == 1, result.stderr
     assert "Traceback" not in result.output, result.output
-    assert processes_with_marker(result.marker) == []
+    assert orphans(result.marker) == []
     client = MlflowClient(tracking_uri)
     found = client.get_experiment_by_name(experiment)
     runs = client.search_runs([found.experiment_id]) if found else []

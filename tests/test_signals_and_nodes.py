@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import TEST_PLUGINS, TEST_RECIPES, processes_with_marker
+from conftest import TEST_PLUGINS, TEST_RECIPES, orphans
 from ddpx.launch.signals import rank_processes
 from test_resume import one_run
 
@@ -51,7 +51,7 @@ def test_ctrl_c_or_sigterm_stops_every_rank_and_marks_the_run_killed(tmp_path, t
     assert process.returncode == 130, stderr
     assert time.monotonic() - start < 30
     assert "interrupted; every rank was stopped" in stderr
-    assert processes_with_marker(marker) == [], "no orphan processes"
+    assert orphans(marker) == [], "no orphan processes"
     _, run = one_run(tracking_uri, experiment)
     assert run.info.status == "KILLED"
 
@@ -74,7 +74,7 @@ def test_sigusr1_to_the_ddpx_process_checkpoints_every_rank_and_stops_for_a_resu
     assert "stopped on request" in stderr and "--resume auto" in stderr and "Traceback" not in stderr
     (run_dir,) = (tmp_path / "ddpx-runs").iterdir()
     assert (run_dir / "checkpoints" / "last.pt").is_file()
-    assert processes_with_marker(marker) == [], "no orphan processes"
+    assert orphans(marker) == [], "no orphan processes"
 
 
 def ranks_in_order(ddpx_pid: int) -> list[int]:
@@ -106,7 +106,7 @@ def test_a_rank_killed_by_sigkill_is_named_as_the_jobs_error(tmp_path, tracking_
     _, stderr = process.communicate(timeout=90)
     assert process.returncode == 1, stderr
     assert "rank 1 was killed by SIGKILL" in stderr and "Traceback" not in stderr, stderr
-    assert processes_with_marker(marker) == [], "no orphan processes"
+    assert orphans(marker) == [], "no orphan processes"
     client, run = one_run(tracking_uri, experiment)
     assert run.info.status == "FAILED" and "rank 1 was killed by SIGKILL" in run.data.tags["ddpx.error"]
 
@@ -117,7 +117,7 @@ def test_a_hanging_rank_is_reported_and_ends_the_job_within_the_timeout(run_ddpx
                       plugins=("ddpx_testplug_hang",), timeout=120)
     assert result.returncode == 1
     assert time.monotonic() - start < 60
-    assert processes_with_marker(result.marker) == []
+    assert orphans(result.marker) == []
     # while it hangs, rank 0 reports where the ranks stand still: rank 1 in the plugin's hook, rank 0
     # in the first step's backward pass, where DDP waits for rank 1's gradients
     assert "ddpx: no progress on rank(s)" in result.stdout

@@ -7,7 +7,7 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
-from conftest import TEST_RECIPES, processes_with_marker
+from conftest import TEST_RECIPES, orphans
 from ddpx.launch.cpu_threads import cpu_share
 
 pytestmark = pytest.mark.slow  # every test here starts ranks
@@ -68,7 +68,7 @@ def test_launchers_run_the_job_and_log_one_mlflow_run(run_ddpx, tracking_uri, ex
         assert {"optimizer", "epoch", "rng", "recipe"} <= set(state)
         assert state["tracking_run_id"] == run.info.run_id
     assert torch.load(ckpt_dir / "best.pt", weights_only=True)["epoch"] == summary["best_epoch"]
-    assert processes_with_marker(result.marker) == []
+    assert orphans(result.marker) == []
     assert not list(temp.glob("torchelastic_*")), "torchrun's folders belong in the run folder, not in TMPDIR"
     if launcher == "torchrun":  # one folder per rank of the first attempt
         attempt = next((result.run_dirs()[0] / "torchrun-logs").glob("*/attempt_0"))
@@ -131,7 +131,7 @@ def test_one_failing_rank_ends_the_job_with_its_traceback_once(run_ddpx, trackin
     assert result.output.count("deliberate failure on rank 1") == 1
     assert result.output.count("Traceback (most recent call last)") == 1
     assert "the job failed on rank 1" in result.stderr
-    assert processes_with_marker(result.marker) == [], "no orphan processes"
+    assert orphans(result.marker) == [], "no orphan processes"
     experiment_record = MlflowClient(tracking_uri).get_experiment_by_name(experiment)
     if experiment_record is not None:  # rank 0 may be stopped before it opened a run: then there is none
         _, run = only_run(tracking_uri, experiment)

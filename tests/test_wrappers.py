@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from conftest import TEST_RECIPES, processes_with_marker
+from conftest import TEST_RECIPES, orphans
 
 pytestmark = pytest.mark.slow  # every test here starts ranks
 
@@ -36,7 +36,7 @@ def test_check_sync_names_the_first_parameter_that_differs(run_ddpx):
     assert result.returncode == 1
     assert "after step 1 of epoch 1 the ranks hold different values of parameter 'net.2.weight'" in result.stderr
     assert result.stderr.count("the ranks hold different values") == 1  # one error shown, not one per rank
-    assert processes_with_marker(result.marker) == []
+    assert orphans(result.marker) == []
 
 
 def test_dp_is_one_process_and_says_so(run_ddpx):

@@ -19,8 +19,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-RANK_MARKERS = (b"ddpx.rank.worker", b"spawn_main")  # torchrun's and srun's workers; the spawn launcher's
+RANK_MARKERS = (b"ddpx.rank.worker", b"spawn_main")  # torchrun's and srun's workers; a spawned rank
 NOT_RANKS = (b"torch.distributed.run",)  # torchrun itself names the worker module in its arguments
+FORK_SERVER = b"multiprocessing.forkserver"  # the spawn launcher's fork server, and each rank it forked
 
 
 def _children_by_parent() -> dict[int, list[int]]:
@@ -40,14 +41,19 @@ def _children_by_parent() -> dict[int, list[int]]:
 def rank_processes(root: int | None = None) -> list[int]:
     """The pids of the ranks under ``root`` (this process)."""
     children, found, todo = _children_by_parent(), [], [root or os.getpid()]
+    commands: dict[int, bytes] = {}
     while todo:
-        for pid in children.get(todo.pop(), []):
+        parent = todo.pop()
+        for pid in children.get(parent, []):
             todo.append(pid)
             try:
-                command = Path(f"/proc/{pid}/cmdline").read_bytes()
+                command = commands[pid] = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
-            if any(m in command for m in RANK_MARKERS) and not any(m in command for m in NOT_RANKS):
+            if FORK_SERVER in command:  # the server's children are ranks; the server is not
+                if FORK_SERVER in commands.get(parent, b""):
+                    found.append(pid)
+            elif any(m in command for m in RANK_MARKERS) and not any(m in command for m in NOT_RANKS):
                 found.append(pid)
     return found
 

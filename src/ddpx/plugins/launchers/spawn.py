@@ -1,5 +1,10 @@
-"""The ``spawn`` launcher: one fresh Python process per local rank, started with the standard
-library's ``spawn`` method, so the launching ``ddpx`` process never imports torch.
+"""The ``spawn`` launcher: one fresh process per local rank on this machine, started by the
+standard library's fork server (``multiprocessing``'s ``forkserver`` start method): a clean
+process the launcher starts once, which imports torch and the ddpx worker a single time and
+forks every rank from there. The launching ``ddpx`` process never imports torch, no rank
+inherits its state (threads, CUDA), and a job of N ranks pays for one torch import, not N
+(measured in ``docs/performance.md``). Each rank gets the launcher's environment as it is when
+the job starts, as a spawned process would.
 
 On one node with no ``--master-port``, local rank 0 hosts the rendezvous store on the port the
 OS hands it and passes that port to its peers through a queue the launcher shares with them: a
@@ -24,6 +29,8 @@ STORE_TIMEOUT = timedelta(minutes=30)
 STOP_GRACE_S = 15.0  # Ctrl-C: time for every rank to record its stop
 FAILURE_GRACE_S = 5.0  # after a rank failed: its peers only record the consequence
 PR_SET_PDEATHSIG = 1
+STOPPED_ON_REQUEST = 75  # a rank's status after a stop request (see ddpx.api.run_rank)
+PRELOAD = ["torch.distributed", "ddpx.rank.worker", "ddpx.rank.fit", "ddpx.plugin_host.registry"]  # imported once, in the fork server
 
 
 def _host_store(master_addr: str, port: int, one_node: bool):
@@ -55,10 +62,14 @@ def _stop_with_parent() -> None:
 
 def _rank_entry(local_rank: int, job_file: str, env: dict[str, str], node_rank: int, nproc: int, ports) -> None:
     _stop_with_parent()
+    os.environ.clear()  # the launcher's environment now, not the fork server's from when it started
     os.environ.update(env)
     os.environ["LOCAL_RANK"] = str(local_rank)
     os.environ["RANK"] = str(node_rank * nproc + local_rank)
-    import torch.distributed  # noqa: F401 - every rank imports torch at once, not after rank 0 has
+    import torch
+
+    if "OMP_NUM_THREADS" in env:  # the fork server sized torch's threads for the job that started it
+        torch.set_num_threads(int(env["OMP_NUM_THREADS"]))
 
     store = None
     if os.environ["RANK"] == "0":
@@ -90,7 +101,8 @@ def start_and_join(job: Job) -> LaunchOutcome:
     """Start this node's ranks and return the job's outcome: status 0, the first failing rank's
     status, or 130 after Ctrl-C; with the ranks a signal killed."""
     settings = job.launch
-    context = multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
     ports = context.SimpleQueue() if settings.master_port is None else None
     env = {
         "MASTER_ADDR": settings.master_addr,
@@ -103,9 +115,11 @@ def start_and_join(job: Job) -> LaunchOutcome:
     if settings.master_port is not None:
         env["MASTER_PORT"] = str(settings.master_port)
     with threads_per_rank(settings.nproc):
+        environment = {**os.environ, **env}
         processes = [
             context.Process(target=_rank_entry, name=f"ddpx-rank-{local_rank}", daemon=False,
-                            args=(local_rank, str(job.run_dir.job_file), env, settings.node_rank, settings.nproc, ports))
+                            args=(local_rank, str(job.run_dir.job_file), environment, settings.node_rank, settings.nproc,
+                                  ports))
             for local_rank in range(settings.nproc)
         ]
         for process in processes:
@@ -124,16 +138,19 @@ def start_and_join(job: Job) -> LaunchOutcome:
 
 def join_ranks(processes) -> int:
     """Wait for every rank; when one fails, stop the others (as torch's launchers do) and return
-    its status (1 for a rank killed by a signal)."""
-    running = list(processes)
+    its status (1 for a rank killed by a signal). Ranks stopped on request (status 75) all stop
+    at the same agreed step: they are waited for, not stopped."""
+    running, stopped = list(processes), 0
     while running:
         multiprocessing.connection.wait([process.sentinel for process in running], timeout=1)
         for process in [p for p in running if p.exitcode is not None]:
             running.remove(process)
-            if process.exitcode != 0:
+            if process.exitcode == STOPPED_ON_REQUEST:
+                stopped = process.exitcode
+            elif process.exitcode != 0:
                 stop_ranks(running, signal.SIGTERM, FAILURE_GRACE_S)
                 return process.exitcode if process.exitcode > 0 else 1
-    return 0
+    return stopped
 
 
 def stop_ranks(processes, signum: int, grace_s: float = STOP_GRACE_S) -> None:

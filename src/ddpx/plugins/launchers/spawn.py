@@ -4,7 +4,8 @@ process the launcher starts once, which imports torch and the ddpx worker a sing
 forks every rank from there. The launching ``ddpx`` process never imports torch, no rank
 inherits its state (threads, CUDA), and a job of N ranks pays for one torch import, not N
 (measured in ``docs/performance.md``). Each rank gets the launcher's environment as it is when
-the job starts, as a spawned process would.
+the job starts, as a spawned process would. Where ``TMPDIR`` is too long a path for the fork
+server's socket, the ranks are spawned instead (the ``spawn`` start method).
 
 On one node with no ``--master-port``, local rank 0 hosts the rendezvous store on the port the
 OS hands it and passes that port to its peers through a queue the launcher shares with them: a
@@ -20,6 +21,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import tempfile
 import time
 from datetime import timedelta
 
@@ -30,6 +32,7 @@ STOP_GRACE_S = 15.0  # Ctrl-C: time for every rank to record its stop
 FAILURE_GRACE_S = 5.0  # after a rank failed: its peers only record the consequence
 PR_SET_PDEATHSIG = 1
 STOPPED_ON_REQUEST = 75  # a rank's status after a stop request (see ddpx.api.run_rank)
+SOCKET_SUFFIX = len("/pymp-xxxxxxxx/listener-xxxxxxxx")
 PRELOAD = ["torch.distributed", "ddpx.rank.worker", "ddpx.rank.fit", "ddpx.plugin_host.registry"]  # imported once, in the fork server
 
 
@@ -85,6 +88,13 @@ def _rank_entry(local_rank: int, job_file: str, env: dict[str, str], node_rank: 
         del store
 
 
+def start_method() -> str:
+    """``forkserver``, unless the temporary folder's path is too long for the fork server's socket
+    (a Unix socket path holds 107 bytes; the server's lies two folders below ``TMPDIR``): then
+    ``spawn``, which imports torch in every rank but needs no socket."""
+    return "forkserver" if len(tempfile.gettempdir().encode()) <= 107 - SOCKET_SUFFIX else "spawn"
+
+
 def check(job: Job) -> None:
     if job.launch.nnodes > 1 and job.launch.master_port is None:
         raise UserError(
@@ -101,8 +111,9 @@ def start_and_join(job: Job) -> LaunchOutcome:
     """Start this node's ranks and return the job's outcome: status 0, the first failing rank's
     status, or 130 after Ctrl-C; with the ranks a signal killed."""
     settings = job.launch
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(PRELOAD)
+    context = multiprocessing.get_context(start_method())
+    if context.get_start_method() == "forkserver":
+        context.set_forkserver_preload(PRELOAD)
     ports = context.SimpleQueue() if settings.master_port is None else None
     env = {
         "MASTER_ADDR": settings.master_addr,

@@ -7,6 +7,11 @@ averaged gradient of its own shard. The sharding units are the model's top-level
 parameters (looking through a lone container such as a ``Sequential`` of layers), then the root:
 one all-gather per unit, so only one unit's full weights live at a time.
 
+On a CPU, glibc would keep the freed all-gather and reduce-scatter buffers in its heap (its
+mmap threshold rises to the size of the buffers it has freed), so the ranks' resident memory would
+grow to the unsharded size anyway; the wrapper fixes the threshold at 128 KiB, so large buffers are
+mapped and returned to the system when freed (``docs/performance.md`` measures both).
+
 The model is sharded in place: it is its own wrapped module, its state dict holds DTensors, so
 ddpx writes its checkpoints with torch.distributed.checkpoint (loadable on another number of
 ranks) and exports the best weights gathered into one plain state dict.
@@ -14,6 +19,7 @@ ranks) and exports the best weights gathered into one plain state dict.
 
 from __future__ import annotations
 
+import ctypes
 from contextlib import contextmanager
 
 import torch
@@ -31,11 +37,24 @@ def sharding_units(model: torch.nn.Module) -> list[torch.nn.Module]:
         parent = children[0]
 
 
+M_MMAP_THRESHOLD = -3  # mallopt's parameter number (glibc)
+
+
+def return_freed_buffers() -> None:
+    """glibc: allocations of 128 KiB and more are mapped, and unmapped when freed."""
+    try:
+        ctypes.CDLL(None).mallopt(M_MMAP_THRESHOLD, 128 * 1024)
+    except (OSError, AttributeError):
+        pass  # not glibc: its allocator decides
+
+
 def wrap_fully_sharded(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
 
+    if device.type == "cpu":
+        return_freed_buffers()
     mesh = init_device_mesh(device.type, (dist.get_world_size(),))
     for unit in sharding_units(model):
         fully_shard(unit, mesh=mesh)

@@ -76,3 +76,41 @@ def test_runs_explains_a_missing_store_experiment_or_metric(run_ddpx, tmp_path):
     down = run_ddpx("runs", "--tracking-uri", "http://127.0.0.1:9")
     assert down.returncode == 2 and "no MLflow server answers at http://127.0.0.1:9" in down.stderr
     assert "Traceback" not in missing.output + unknown.output + down.output
+
+
+def test_an_optuna_search_prunes_a_poor_trial_on_every_rank_and_nests_its_trials(run_ddpx, tracking_uri, experiment,
+                                                                                  tmp_path):
+    import optuna
+
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    # lr 1e-4 barely moves in 3 epochs, lr 0.1 learns. Seed 0 draws 1e-4, 0.1, 1e-4, 1e-4; once two trials have
+    # finished, the median pruner stops a trial behind their median at an epoch: trials 3 and 4, after epoch 1
+    result = run_ddpx("sweep", TINY, "train.lr=choice(0.1,0.0001)", "train.max_epochs=3", "--search", "optuna",
+                      "--trials", "4", "--sampler", "random", "--search-seed", "0", "--study-storage", storage,
+                      "--tracking-uri", tracking_uri, "--experiment", experiment, timeout=300)
+    assert result.returncode == 0, result.output
+    (summary,) = optuna.get_all_study_summaries(storage)
+    study = optuna.load_study(study_name=summary.study_name, storage=storage)
+    states = [t.state.name for t in study.trials]
+    assert states == ["COMPLETE", "COMPLETE", "PRUNED", "PRUNED"], states
+    assert study.direction == optuna.study.StudyDirection.MAXIMIZE  # accuracy: greater is better
+    assert study.best_trial.params["train.lr"] == 0.1
+
+    client = MlflowClient(tracking_uri)
+    runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    by_trial = {r.data.tags.get("ddpx.sweep.trial"): r for r in runs}
+    parent = by_trial.pop(None)
+    assert parent.data.params["sweep.search"] == "optuna" and parent.data.params["sweep.train.lr"] == "choice(0.1,0.0001)"
+    assert parent.data.tags["ddpx.best.train.lr"] == "0.1" and parent.info.status == "FINISHED"
+    assert parent.data.metrics["trials_pruned"] == states.count("PRUNED")
+    for number, state in enumerate(states, start=1):
+        run = by_trial[str(number)]
+        history = [m.step for m in client.get_metric_history(run.info.run_id, "dev_accuracy")]
+        if state == "PRUNED":
+            assert run.info.status == "KILLED" and run.data.tags["ddpx.trial_state"] == "PRUNED"
+            stopped = int(run.data.tags["ddpx.pruned_after_epoch"])
+            assert history == list(range(1, stopped + 1)) and stopped < 3, "its curve, up to where every rank stopped"
+            assert "heldout_accuracy" in run.data.metrics  # its best weights were still scored
+        else:
+            assert run.info.status == "FINISHED" and history == [1, 2, 3]
+    assert "pruned trial 3 (train.lr=0.0001)" in result.stdout and "stopped after epoch 1" in result.stdout

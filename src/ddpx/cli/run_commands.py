@@ -65,6 +65,8 @@ Examples:
   ddpx sweep mlp_synthetic train.lr=0.03,0.1,0.3
   ddpx sweep bbbp_rnn train.lr=0.001,0.003 model.d_model=64,128 --launcher torchrun
   ddpx sweep mlp_synthetic train.lr=0.05,0.1 train.max_epochs=3 --dry-run
+  ddpx sweep mlp_synthetic 'train.lr=loguniform(0.01,0.3)' 'model.n_layers=int(2,5)' \\
+      --search optuna --trials 8
 
 \b
 KEY=V1,V2 sweeps a key; KEY=VALUE sets it for every trial. The trials are the
@@ -72,20 +74,47 @@ grid of all swept values; each is a full distributed job, nested in MLflow
 under one parent run that records the best trial (chosen on the dev metric)
 and its held-out metric. A failed trial does not stop the sweep; the exit
 code is 1 when any trial failed.
+
+\b
+With --search optuna, Optuna picks each trial's values from a search space:
+KEY=uniform(LOW,HIGH), loguniform(LOW,HIGH), int(LOW,HIGH), logint(LOW,HIGH)
+or choice(A,B,...) (KEY=A,B is a choice). After every epoch rank 0 reports the
+dev metric and the pruner (median: behind the earlier trials' median at that
+epoch) stops a poor trial on every rank at once; it is kept as PRUNED. The
+study is stored in sqlite (ddpx-runs/optuna.db) for Optuna's own tools.
 """
 
 
 @cli.command("sweep", cls=LaunchCommand, epilog=SWEEP_EPILOG)
 @click.argument("name")
-@click.argument("grid", nargs=-1, metavar="KEY=V1,V2... [KEY=VALUE]...")
-@click.option("--dry-run", is_flag=True, help="List the trials and start nothing.")
-def sweep_command(name, grid, dry_run, **values) -> None:
-    """Train every combination of the swept values of recipe NAME, one job per trial."""
+@click.argument("grid", nargs=-1, metavar="KEY=V1,V2|KEY=SPACE... [KEY=VALUE]...")
+@click.option("--dry-run", is_flag=True, help="List the trials (or check the search) and start nothing.")
+@click.option("--search", "search", type=click.Choice(["grid", "optuna"]), default="grid", show_default=True,
+              help="grid: every combination of the swept values; optuna: Optuna chooses from a search space.")
+@click.option("--trials", type=int, default=None, help="With --search optuna: how many trials to run.")
+@click.option("--sampler", default="tpe", show_default=True, help="With --search optuna: tpe, random or grid.")
+@click.option("--pruner", default="median", show_default=True,
+              help="With --search optuna: median, hyperband or none.")
+@click.option("--search-timeout", type=float, default=None, metavar="SECONDS",
+              help="With --search optuna: start no trial after this many seconds.")
+@click.option("--search-seed", type=int, default=None, help="With --search optuna: the sampler's seed.")
+@click.option("--study-storage", default=None, metavar="URL",
+              help="With --search optuna: the Optuna storage (default sqlite:///ddpx-runs/optuna.db).")
+def sweep_command(name, grid, dry_run, search, trials, sampler, pruner, search_timeout, search_seed, study_storage,
+                  **values) -> None:
+    """Train every combination of the swept values of recipe NAME (or an Optuna search), one job per trial."""
     from ddpx.cli.sweep_report import print_trial, print_trials
     from ddpx.launch.sweep import plan_sweep, run_sweep
 
     registry = registry_with_warnings()
-    sweep = plan_sweep(registry, name, grid, settings_from(registry, values))
+    settings = settings_from(registry, values)
+    if search == "optuna":
+        from ddpx.launch.search import SearchOptions
+
+        options = SearchOptions(trials=trials, sampler=sampler, pruner=pruner, timeout_s=search_timeout,
+                                seed=search_seed, storage=study_storage)
+        return search_command(registry, name, grid, settings, options, dry_run)
+    sweep = plan_sweep(registry, name, grid, settings)
     if dry_run:
         print_trials(sweep, title=f"ddpx sweep {name}: {len(sweep.trials)} trial(s), nothing started")
         return
@@ -95,6 +124,32 @@ def sweep_command(name, grid, dry_run, **values) -> None:
     run_sweep(registry, sweep, report=print_trial,
               warn=lambda text: click.echo(f"Warning: {text}", err=True))
     print_trials(sweep, title=f"ddpx sweep {sweep.trials[0].recipe.name}")
+    raise_if_failed(sweep)
+
+
+def search_command(registry, name, grid, settings, options, dry_run) -> None:
+    from ddpx.cli.sweep_report import print_trial, print_trials
+    from ddpx.launch.search import create_study, plan_search, search_params, trials_of
+    from ddpx.launch.sweep import run_sweep
+
+    search = plan_search(registry, name, grid, settings, options)
+    first = search.sweep.trials[0]
+    space = " ".join(f"{k}={t}" for k, t in search.texts.items())
+    if dry_run:
+        click.echo(f"ddpx sweep {name}: a search of {space} ({options.trials or 'the whole grid'} trial(s), sampler "
+                   f"{options.sampler}, pruner {options.pruner}); every key checked, nothing started")
+        return
+    study = create_study(search, first.recipe.train["max_epochs"])
+    click.echo(f"ddpx: search of {first.recipe.name} over {space}: {options.trials or 'the grid'} trial(s) on "
+               f"{first.job.world_size} rank(s) each, sampler {options.sampler}, pruner {options.pruner}; "
+               f"study {study.study_name} in {search.storage}")
+    run_sweep(registry, search.sweep, report=print_trial, warn=lambda text: click.echo(f"Warning: {text}", err=True),
+              trials=trials_of(registry, search, study), extra_params=search_params(search, study))
+    print_trials(search.sweep, title=f"ddpx sweep {first.recipe.name} (search)")
+    raise_if_failed(search.sweep)
+
+
+def raise_if_failed(sweep) -> None:
     if sweep.failed:
         raise JobFailed(f"{len(sweep.failed)} of {len(sweep.trials)} trial(s) failed: "
                         + "; ".join(f"trial {t.number} ({t.label})" for t in sweep.failed)

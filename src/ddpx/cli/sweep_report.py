@@ -24,8 +24,10 @@ def _error_text(error: str | None) -> str:
 
 
 def print_trial(trial: Trial) -> None:
-    mark = "[green]done[/green]" if trial.status == "FINISHED" else "[red]FAILED[/red]"
-    detail = _metric_text(trial) if trial.status == "FINISHED" else _error_text(trial.error)
+    mark = {"FINISHED": "[green]done[/green]", "PRUNED": "[yellow]pruned[/yellow]"}.get(trial.status, "[red]FAILED[/red]")
+    detail = _error_text(trial.error) if trial.status == "FAILED" else _metric_text(trial)
+    if trial.status == "PRUNED":
+        detail += f" (stopped after epoch {trial.summary.pruned_after})"
     console().print(f"{mark} trial {trial.number} ({trial.label}): {detail}", highlight=False, soft_wrap=True)
 
 

@@ -132,6 +132,7 @@ class RunSummary:
     run_dir: str = ""
     tracking_error: str | None = None  # the tracker failed during the run: the record is incomplete
     by_label: dict[str, float] = field(default_factory=dict)  # several labels: heldout_<metric>/<label>
+    pruned_after: int | None = None  # a search's trial its pruner stopped: the last epoch trained
 
     @property
     def heldout_metric(self) -> tuple[str, float]:

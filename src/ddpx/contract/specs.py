@@ -149,6 +149,10 @@ class Tracker(Protocol):
         """Record the run's input data (optional: trackers without it skip this)."""
         ...
 
+    def set_tags(self, tags: Mapping[str, str]) -> None:
+        """Tag the open run (optional): a search's pruned trial is tagged ``ddpx.trial_state=PRUNED``."""
+        ...
+
     def note(self, text: str) -> None:
         """Show a short markdown note with the run: its result, in a line (optional)."""
         ...

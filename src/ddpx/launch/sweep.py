@@ -18,9 +18,10 @@ import itertools
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ddpx.config.recipe import Recipe, resolve_recipe
+from ddpx.config.search_space import is_space
 from ddpx.config.values import parse_override
 from ddpx.contract.errors import JobFailed, UserError
 from ddpx.contract.records import RunSummary
@@ -40,7 +41,7 @@ class Trial:
     overrides: dict[str, str]  # the swept keys' values for this trial
     recipe: Recipe
     job: Job
-    status: str = "PENDING"  # then FINISHED or FAILED
+    status: str = "PENDING"  # then FINISHED, PRUNED (a search's pruner stopped it) or FAILED
     summary: RunSummary | None = None
     error: str | None = None
 
@@ -76,6 +77,9 @@ def parse_grid(arguments: tuple[str, ...] | list[str]) -> tuple[dict[str, list[s
     fixed: list[str] = []
     for text in arguments:
         key, value = parse_override(text)
+        if is_space(value):
+            raise UserError(f"{text} is a search space: add --search optuna --trials N to search it, or list the "
+                            f"values to try as {key}=V1,V2.")
         values = [v.strip() for v in value.split(",")]
         if len(values) == 1:
             fixed.append(f"{key}={value}")
@@ -139,31 +143,24 @@ def write_trials_csv(sweep: Sweep, path: Path) -> Path:
     return path
 
 
-def run_sweep(registry: Registry, sweep: Sweep, report: Callable[[Trial], None],
-              warn: Callable[[str], None]) -> Sweep:
-    """Run the trials one after another under one parent tracking run."""
+def run_sweep(registry: Registry, sweep: Sweep, report: Callable[[Trial], None], warn: Callable[[str], None],
+              trials: Iterable[Trial] | None = None, extra_params: dict[str, Any] | None = None) -> Sweep:
+    """Run the trials one after another under one parent tracking run: the planned grid, or
+    ``trials`` as a search produces them (each appended to ``sweep.trials`` before it runs)."""
     first = sweep.trials[0].job
     parent_job = replace(without_system_metrics(first), run_dir=RunDir(Path(first.launch.runs_dir or DEFAULT_ROOT).resolve()))
     parent = GuardedTracker(registry.get("trackers", first.launch.tracking).create(parent_job), warn=warn)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     metric = registry.get("metrics", sweep.trials[0].recipe.task.metric)
-    parent.start(run_name=f"sweep-{sweep.trials[0].recipe.name}-{stamp}", params=_parent_params(sweep),
+    parent.start(run_name=f"sweep-{sweep.trials[0].recipe.name}-{stamp}",
+                 params={**_parent_params(sweep), **(extra_params or {})},
                  tags={"ddpx.recipe": sweep.trials[0].recipe.name, "ddpx.sweep": "parent",
                        "ddpx.metric": f"heldout_{metric.name}",
                        "ddpx.metric_direction": "max" if metric.greater_is_better else "min"})
     sweep.parent_run_id = parent.run_id
     try:
-        for trial in sweep.trials:
-            trial.job.parent_run_id = parent.run_id
-            trial.job.tags = {"ddpx.sweep.trial": str(trial.number), "ddpx.sweep.parent": parent.run_id or ""}
-            try:
-                trial.summary = run_job(registry, trial.recipe, trial.job)
-                trial.status = "FINISHED"
-            except JobFailed as exc:
-                if exc.exit_code == 130:  # Ctrl-C stops the whole sweep
-                    trial.status, trial.error = "FAILED", str(exc)
-                    raise
-                trial.status, trial.error = "FAILED", str(exc)
+        for trial in (sweep.trials if trials is None else trials):
+            run_trial(registry, trial, parent.run_id)
             report(trial)
     except BaseException as exc:
         parent.finish("KILLED", error=f"the sweep was stopped: {exc}")
@@ -172,18 +169,34 @@ def run_sweep(registry: Registry, sweep: Sweep, report: Callable[[Trial], None],
     return sweep
 
 
+def run_trial(registry: Registry, trial: Trial, parent_run_id: str | None) -> None:
+    """One trial's job, nested under the parent run; FINISHED, PRUNED or FAILED (Ctrl-C stops all)."""
+    trial.job.parent_run_id = parent_run_id
+    trial.job.tags = {"ddpx.sweep.trial": str(trial.number), "ddpx.sweep.parent": parent_run_id or ""}
+    try:
+        trial.summary = run_job(registry, trial.recipe, trial.job)
+        trial.status = "PRUNED" if trial.summary and trial.summary.pruned_after is not None else "FINISHED"
+    except JobFailed as exc:
+        trial.status, trial.error = "FAILED", str(exc)
+        if exc.exit_code == 130:  # Ctrl-C stops the whole sweep
+            raise
+
+
 def _finish_parent(parent: GuardedTracker, sweep: Sweep) -> None:
     metrics: dict[str, float] = {"trials_finished": float(sum(t.status == "FINISHED" for t in sweep.trials)),
-                                 "trials_failed": float(len(sweep.failed))}
+                                 "trials_failed": float(len(sweep.failed)),
+                                 "trials_pruned": float(sum(t.status == "PRUNED" for t in sweep.trials))}
     best = sweep.best()
     if best is not None:
         name, value = best.summary.heldout_metric
         metrics[f"best_{name}"] = value
         metrics[f"best_dev_{best.summary.metric}"] = best.summary.best_dev
         metrics["best_trial"] = float(best.number)
+        parent.set_tags({f"ddpx.best.{key}": value for key, value in best.overrides.items()})
     parent.log_metrics(metrics)
-    base = sweep.trials[0].job.run_dir.path.parent
-    parent.log_artifact(write_trials_csv(sweep, base / f"sweep-{parent.run_id or 'untracked'}.csv"))
+    if sweep.trials and sweep.trials[0].job.run_dir is not None:
+        base = sweep.trials[0].job.run_dir.path.parent
+        parent.log_artifact(write_trials_csv(sweep, base / f"sweep-{parent.run_id or 'untracked'}.csv"))
     failed = ", ".join(str(t.number) for t in sweep.failed)
     parent.finish("FAILED" if sweep.failed else "FINISHED",
                   error=f"trial(s) {failed} failed; see each trial's run" if failed else None)

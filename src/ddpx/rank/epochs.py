@@ -17,6 +17,7 @@ from ddpx.rank.batching import training_batches
 from ddpx.rank.distributed import all_reduce_sum
 from ddpx.rank.accumulation import MicroBatch, without_gradient_sync
 from ddpx.rank.evaluation import evaluate
+from ddpx.rank.pruning import TrialPruning
 from ddpx.rank.rank_run import RankRun
 from ddpx.rank.signals import Preempted, StopRequests
 from ddpx.rank.stall import BEACON
@@ -54,12 +55,17 @@ def run_epochs(run: RankRun) -> None:
     """Train until ``train.max_epochs``, early stopping, or a stop request (raises :class:`Preempted`)."""
     stops = StopRequests(every=run.train["stop_check_every"])
     max_epochs = run.train["max_epochs"]
+    pruning = TrialPruning(run.job.search, run.env.is_main) if run.job.search else None
     try:
         while run.state.position.epoch < max_epochs and not stopping_early(run):
             epoch = run.state.position.epoch + 1
             started = time.perf_counter()
             totals = train_epoch(run, epoch, stops)
-            finish_epoch(run, epoch, totals, started)
+            dev_value = finish_epoch(run, epoch, totals, started)
+            if pruning is not None and epoch < max_epochs and pruning.should_stop(epoch, dev_value):
+                run.state.pruned_after = epoch
+                run.console.print(f"pruned by the search after epoch {epoch}: its dev metric is behind the other trials'")
+                break
             if stops.agreed(0, run.device, force=True) and epoch < max_epochs:
                 run.registry.pm.hook.ddpx_preempted(context=run.context)
                 raise Preempted(f"stopped on request after epoch {epoch}; the checkpoint is "
@@ -168,8 +174,9 @@ def optimizer_step(run: RankRun) -> torch.Tensor | None:
     return grad_norm
 
 
-def finish_epoch(run: RankRun, epoch: int, totals: torch.Tensor, started: float) -> None:
-    """Dev evaluation, model selection, the checkpoint, the metrics (run folder, tracker, terminal)."""
+def finish_epoch(run: RankRun, epoch: int, totals: torch.Tensor, started: float) -> float:
+    """Dev evaluation, model selection, the checkpoint, the metrics (run folder, tracker, terminal);
+    returns the dev metric."""
     state, metric = run.state, run.parts.metric
     train_seconds = time.perf_counter() - started
     BEACON.at(f"the end of epoch {epoch}: the dev evaluation and the checkpoint")
@@ -196,3 +203,4 @@ def finish_epoch(run: RankRun, epoch: int, totals: torch.Tensor, started: float)
             log_epoch(run.tracker, run.job, epoch, metrics)
         run.console.epoch_line(epoch, run.train["max_epochs"], metrics, improved)
     run.registry.pm.hook.ddpx_epoch_end(context=run.context, epoch=epoch, metrics=metrics)
+    return dev.metric

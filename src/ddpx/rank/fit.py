@@ -114,4 +114,5 @@ def evaluate_heldout(run: RankRun, started: float) -> RunSummary:
         epochs_run=run.state.position.epoch,
         wall_seconds=time.perf_counter() - started,
         heldout_samples=heldout.count,
+        pruned_after=run.state.pruned_after,
     )

@@ -83,6 +83,7 @@ class TrainingState:
     position: Position = field(default_factory=Position)
     global_step: int = 0  # optimizer steps over the run
     sharded: bool = False  # each rank holds a shard of the parameters (checkpoints through DCP)
+    pruned_after: int | None = None  # the epoch after which a search's pruner stopped this trial
     epoch_order: list[int] | None = None  # this rank's indices for the rest of an epoch continued elsewhere
 
     @property

@@ -62,6 +62,10 @@ class GuardedTracker:
             self._warn(f"the best model could not be logged to the tracker ({type(exc).__name__}: {exc}); it is "
                        f"in the run folder ({folder}) and `ddpx predict` reads it there.")
 
+    def set_tags(self, tags: Mapping[str, str]) -> None:
+        if self._tracker is not None and hasattr(self._tracker, "set_tags"):
+            self._call("tag the run", lambda t: t.set_tags(tags))
+
     def note(self, text: str) -> None:
         if self._tracker is not None and hasattr(self._tracker, "note"):
             self._call("write the run's note", lambda t: t.note(text))

@@ -93,14 +93,19 @@ def record_result(tracker: GuardedTracker, job: Job, registry: "Registry", summa
     tracker.note(result_note(summary))
     if job.launch.log_model and registry.get("tasks", job.config["task"]).predictor is not None:
         tracker.log_model(job.run_dir.path / "model", register=job.launch.register)
+    if summary.pruned_after is not None:  # a search's trial: its curve and held-out result kept, marked stopped
+        tracker.set_tags({"ddpx.trial_state": "PRUNED", "ddpx.pruned_after_epoch": str(summary.pruned_after)})
+        tracker.finish("KILLED")
+        return
     tracker.finish("FINISHED")
 
 
 def result_note(summary: RunSummary) -> str:
     """One markdown line on the run's result, for the tracker's note."""
     name, value = summary.heldout_metric
+    pruned = f" Pruned by the search after epoch {summary.pruned_after}." if summary.pruned_after is not None else ""
     return (f"**{name} {value:.4f}** over all {summary.heldout_samples} held-out samples; the best of "
-            f"{summary.epochs_run} epoch(s) on the dev split was epoch {summary.best_epoch}.")
+            f"{summary.epochs_run} epoch(s) on the dev split was epoch {summary.best_epoch}.{pruned}")
 
 
 def start_job_run(registry: "Registry", job: Job, device_type: str, warn: Callable[[str], None],

@@ -143,6 +143,10 @@ class MlflowTracker:
 
         self.model_id = log_best_model(folder, self.run_id, register)
 
+    def set_tags(self, tags) -> None:
+        for key, value in tags.items():
+            self._client.set_tag(self.run_id, key, value)
+
     def note(self, text: str) -> None:
         """The run's description in the UI (the ``mlflow.note.content`` tag), above its details."""
         self._client.set_tag(self.run_id, "mlflow.note.content", text)

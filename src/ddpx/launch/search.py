@@ -1,0 +1,173 @@
+"""Searches: ``ddpx sweep RECIPE KEY=loguniform(1e-4,1e-1) ... --search optuna --trials N``.
+
+Optuna chooses each trial's values from the search space (:mod:`ddpx.config.search_space`; a
+comma grid ``KEY=A,B`` is a choice) with the chosen sampler; every trial is a full distributed
+job, nested in MLflow under the search's parent run like a grid sweep's trials. The study lives
+in an sqlite file of its own (``ddpx-runs/optuna.db`` unless ``--study-storage`` names one), so
+Optuna's tools can read it. Its direction is the task metric's. After every epoch rank 0 reports
+the dev metric to the trial and the pruner decides for every rank (:mod:`ddpx.rank.pruning`).
+
+Everything is checked before the first trial starts: the space, each key (resolved at each
+bound and choice), the launch.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from ddpx.config.recipe import resolve_recipe
+from ddpx.config.search_space import build_pruner, choices, is_space, parse_space
+from ddpx.config.values import parse_override
+from ddpx.contract.errors import UserError
+from ddpx.launch.plan import plan_job
+from ddpx.launch.settings import LaunchSettings
+from ddpx.launch.sweep import Sweep, Trial
+from ddpx.plugin_host.registry import Registry
+from ddpx.records.run_dir import DEFAULT_ROOT
+
+SAMPLERS = ("tpe", "random", "grid")
+PRUNERS = ("median", "hyperband", "none")
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    trials: int | None = None  # None: the grid sampler's whole grid
+    sampler: str = "tpe"
+    pruner: str = "median"
+    timeout_s: float | None = None
+    seed: int | None = None
+    storage: str | None = None
+
+
+@dataclass
+class Search:
+    sweep: Sweep
+    space: dict[str, Any]  # key → Optuna distribution
+    texts: dict[str, str]  # key → the space as the user wrote it
+    options: SearchOptions
+    settings: LaunchSettings
+    storage: str
+    direction: str
+
+
+def parse_space_arguments(arguments: tuple[str, ...] | list[str]) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+    """Split ``KEY=space`` (and ``KEY=A,B``, a choice) from ``KEY=VALUE`` (fixed) arguments."""
+    from optuna.distributions import CategoricalDistribution
+
+    space, texts, fixed = {}, {}, []
+    for text in arguments:
+        key, value = parse_override(text)
+        if key in space:
+            raise UserError(f"'{key}' is searched twice; give its space once.")
+        if is_space(value):
+            space[key], texts[key] = parse_space(key, value), value
+        elif "," in value:
+            listed = [v.strip() for v in value.split(",")]
+            space[key], texts[key] = CategoricalDistribution(choices(listed)), f"choice({','.join(dict.fromkeys(listed))})"
+        else:
+            fixed.append(text)
+    if not space:
+        raise UserError("a search needs a space: write KEY=loguniform(LOW,HIGH), KEY=int(LOW,HIGH) or "
+                        "KEY=choice(A,B), for example `ddpx sweep mlp_synthetic 'train.lr=loguniform(0.01,0.3)' "
+                        "--search optuna --trials 8`.")
+    return space, texts, fixed
+
+
+def corners(space: dict[str, Any]) -> list[dict[str, str]]:
+    """Values that touch every bound and every choice of the space (to check before anything starts)."""
+    from optuna.distributions import CategoricalDistribution
+
+    options = {k: ([str(c) for c in d.choices] if isinstance(d, CategoricalDistribution) else [str(d.low), str(d.high)])
+               for k, d in space.items()}
+    return [{k: v[min(i, len(v) - 1)] for k, v in options.items()} for i in range(max(map(len, options.values())))]
+
+
+def default_storage(settings: LaunchSettings) -> str:
+    folder = Path(settings.runs_dir or DEFAULT_ROOT).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{folder / 'optuna.db'}"
+
+
+def plan_search(registry: Registry, recipe_name: str, arguments, settings: LaunchSettings,
+                options: SearchOptions) -> Search:
+    """Check the space, every key at every bound and choice, and the launch; nothing is started."""
+    from optuna.distributions import CategoricalDistribution
+
+    space, texts, fixed = parse_space_arguments(arguments)
+    check_options(options, space)
+    sweep = Sweep(recipe_name=recipe_name, grid={k: [t] for k, t in texts.items()}, fixed=fixed)
+    for values in corners(space):
+        recipe = resolve_recipe(registry, recipe_name, [*fixed, *(f"{k}={v}" for k, v in values.items())])
+        job = plan_job(registry, recipe, settings)
+    sweep.trials.append(Trial(0, values, recipe, job))  # a stand-in: the parent run's settings come from it
+    if options.sampler == "grid" and not all(isinstance(d, CategoricalDistribution) for d in space.values()):
+        raise UserError("--sampler grid needs a space of choices only (KEY=A,B or KEY=choice(A,B)).")
+    metric = registry.get("metrics", recipe.task.metric)
+    return Search(sweep=sweep, space=space, texts=texts, options=options, settings=settings,
+                  storage=options.storage or default_storage(settings),
+                  direction="maximize" if metric.greater_is_better else "minimize")
+
+
+def check_options(options: SearchOptions, space: dict[str, Any]) -> None:
+    if options.sampler not in SAMPLERS:
+        raise UserError(f"unknown sampler '{options.sampler}'; use one of {', '.join(SAMPLERS)}.")
+    if options.pruner not in PRUNERS:
+        raise UserError(f"unknown pruner '{options.pruner}'; use one of {', '.join(PRUNERS)}.")
+    if options.trials is not None and options.trials < 1:
+        raise UserError(f"--trials must be at least 1, not {options.trials}.")
+    if options.trials is None and options.sampler != "grid":
+        raise UserError(f"--search optuna with --sampler {options.sampler} needs --trials N (how many to run).")
+
+
+def create_study(search: Search, max_epochs: int):
+    import optuna
+
+
+    options = search.options
+    grid = {k: list(d.choices) for k, d in search.space.items()} if options.sampler == "grid" else None
+    sampler = {"tpe": lambda: optuna.samplers.TPESampler(seed=options.seed),
+               "random": lambda: optuna.samplers.RandomSampler(seed=options.seed),
+               "grid": lambda: optuna.samplers.GridSampler(grid, seed=options.seed)}[options.sampler]()
+    pruner = build_pruner(options.pruner, max_epochs)
+    name = f"{search.sweep.trials[0].recipe.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return optuna.create_study(storage=search.storage, study_name=name, direction=search.direction,
+                               sampler=sampler, pruner=pruner)
+
+
+def trials_of(registry: Registry, search: Search, study) -> Iterator[Trial]:
+    """Ask Optuna for each trial, yield it to run, and tell Optuna how it went."""
+    import optuna
+
+    options, started = search.options, time.monotonic()
+    total = options.trials or math.prod(len(d.choices) for d in search.space.values())  # the grid sampler's grid
+    search.sweep.trials.clear()
+    for number in range(1, total + 1):
+        if options.timeout_s is not None and time.monotonic() - started > options.timeout_s:
+            return
+        asked = study.ask(search.space)
+        values = {k: str(v) for k, v in asked.params.items()}
+        recipe = resolve_recipe(registry, search.sweep.recipe_name, [*search.sweep.fixed,
+                                                                     *(f"{k}={v}" for k, v in values.items())])
+        trial = Trial(number, values, recipe, plan_job(registry, recipe, search.settings))
+        trial.job.search = {"storage": search.storage, "study": study.study_name, "trial_id": asked._trial_id,
+                            "pruner": options.pruner, "max_epochs": recipe.train["max_epochs"]}
+        search.sweep.trials.append(trial)
+        yield trial
+        if trial.status == "FINISHED" and trial.summary.best_dev is not None:
+            study.tell(asked, trial.summary.best_dev)
+        elif trial.status == "PRUNED":
+            study.tell(asked, state=optuna.trial.TrialState.PRUNED)
+        else:
+            study.tell(asked, state=optuna.trial.TrialState.FAIL)
+
+
+def search_params(search: Search, study) -> dict[str, Any]:
+    """What the parent run records about the search, beside the swept keys."""
+    options = search.options
+    return {"sweep.search": "optuna", "sweep.sampler": options.sampler, "sweep.pruner": options.pruner,
+            "sweep.study": study.study_name, "sweep.study_storage": search.storage,
+            "sweep.trials": options.trials or "grid"}

@@ -1,6 +1,9 @@
-"""``ddpx recipe`` (train one recipe) and ``ddpx sweep`` (train a grid of its variants)."""
+"""``ddpx recipe`` (train one recipe) and ``ddpx sweep`` (train a grid of its variants, or an
+Optuna search)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 
@@ -131,6 +134,8 @@ def search_command(registry, name, grid, settings, options, dry_run) -> None:
     from ddpx.cli.sweep_report import print_trial, print_trials
     from ddpx.launch.search import create_study, plan_search, search_params, trials_of
     from ddpx.launch.sweep import run_sweep
+    from ddpx.records.run_dir import DEFAULT_ROOT
+    from ddpx.records.study_pictures import study_pictures
 
     search = plan_search(registry, name, grid, settings, options)
     first = search.sweep.trials[0]
@@ -143,8 +148,10 @@ def search_command(registry, name, grid, settings, options, dry_run) -> None:
     click.echo(f"ddpx: search of {first.recipe.name} over {space}: {options.trials or 'the grid'} trial(s) on "
                f"{first.job.world_size} rank(s) each, sampler {options.sampler}, pruner {options.pruner}; "
                f"study {study.study_name} in {search.storage}")
+    pictures = Path(search.settings.runs_dir or DEFAULT_ROOT).resolve() / f"search-{study.study_name}"
     run_sweep(registry, search.sweep, report=print_trial, warn=lambda text: click.echo(f"Warning: {text}", err=True),
-              trials=trials_of(registry, search, study), extra_params=search_params(search, study))
+              trials=trials_of(registry, search, study), extra_params=search_params(search, study),
+              artifacts=lambda: study_pictures(study, pictures))
     print_trials(search.sweep, title=f"ddpx sweep {first.recipe.name} (search)")
     raise_if_failed(search.sweep)
 

@@ -175,13 +175,16 @@ class TrackerSpec:
 
     ``check(job)`` runs before anything starts and changes nothing (``--dry-run`` calls it):
     raise :class:`UserError` for a store that cannot record the run. ``prepare(job)`` runs right
-    before the ranks start: set the store up once (create its tables, say)."""
+    before the ranks start: set the store up once (create its tables, say). ``imports`` names the
+    modules the tracker imports on rank 0 (``"mlflow"``): a launcher may import them ahead, once
+    (the spawn launcher's fork server does)."""
 
     name: str
     description: str
     create: Callable[["Job"], Tracker]
     check: Callable[["Job"], None] | None = None
     prepare: Callable[["Job"], None] | None = None
+    imports: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -144,9 +144,11 @@ def write_trials_csv(sweep: Sweep, path: Path) -> Path:
 
 
 def run_sweep(registry: Registry, sweep: Sweep, report: Callable[[Trial], None], warn: Callable[[str], None],
-              trials: Iterable[Trial] | None = None, extra_params: dict[str, Any] | None = None) -> Sweep:
+              trials: Iterable[Trial] | None = None, extra_params: dict[str, Any] | None = None,
+              artifacts: Callable[[], list[Path]] | None = None) -> Sweep:
     """Run the trials one after another under one parent tracking run: the planned grid, or
-    ``trials`` as a search produces them (each appended to ``sweep.trials`` before it runs)."""
+    ``trials`` as a search produces them (each appended to ``sweep.trials`` before it runs);
+    ``artifacts()`` gives files for the parent run once the trials are done."""
     first = sweep.trials[0].job
     parent_job = replace(without_system_metrics(first), run_dir=RunDir(Path(first.launch.runs_dir or DEFAULT_ROOT).resolve()))
     parent = GuardedTracker(registry.get("trackers", first.launch.tracking).create(parent_job), warn=warn)
@@ -165,6 +167,8 @@ def run_sweep(registry: Registry, sweep: Sweep, report: Callable[[Trial], None],
     except BaseException as exc:
         parent.finish("KILLED", error=f"the sweep was stopped: {exc}")
         raise
+    for path in artifacts() if artifacts is not None else []:
+        parent.log_artifact(path, "search")
     _finish_parent(parent, sweep)
     return sweep
 

@@ -180,4 +180,4 @@ def register_trackers(register):
     from ddpx.plugins.trackers.mlflow.store_check import check_store, prepare_store
 
     register(TrackerSpec("mlflow", "MLflow: params, per-epoch metrics, held-out metric, artifacts", MlflowTracker,
-                         check_store, prepare_store))
+                         check_store, prepare_store, imports=("mlflow",)))

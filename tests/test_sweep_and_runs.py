@@ -117,3 +117,9 @@ def test_an_optuna_search_prunes_a_poor_trial_on_every_rank_and_nests_its_trials
         else:
             assert run.info.status == "FINISHED" and history == [1, 2]
     assert "pruned trial 3 (train.lr=0.0001)" in result.stdout and "stopped after epoch 1" in result.stdout
+
+    listed = run_ddpx("runs", "--tracking-uri", tracking_uri, "--experiment", experiment, "--json")
+    assert listed.returncode == 0, listed.output
+    rows = json.loads(listed.stdout)["runs"]  # the study's trials grouped under its parent run
+    assert sorted(r["sweep"] for r in rows) == ["parent", "trial 1", "trial 2", "trial 3", "trial 4"]
+    assert sorted(r["status"] for r in rows if r["sweep"] != "parent") == ["FINISHED", "FINISHED", "PRUNED", "PRUNED"]

@@ -95,7 +95,8 @@ def row_of(run: Any) -> RunRow:
     metrics = dict(run.data.metrics)
     metric = tags.get("ddpx.metric") or next((m for m in sorted(metrics) if m.startswith("heldout_")
                                               and m not in ("heldout_loss", "heldout_samples")), "heldout_loss")
-    return RunRow(run.info.run_id, run.info.run_name or run.info.run_id[:8], run.info.status, tags.get("ddpx.recipe", ""),
+    status = "PRUNED" if tags.get("ddpx.trial_state") == "PRUNED" else run.info.status  # a search's stopped trial
+    return RunRow(run.info.run_id, run.info.run_name or run.info.run_id[:8], status, tags.get("ddpx.recipe", ""),
                   run.info.experiment_id, run.info.start_time or 0, run.info.end_time, sweep, metric,
                   tags.get("ddpx.metric_direction", "max") != "min" and metric != "heldout_loss",
                   dict(run.data.params), metrics)

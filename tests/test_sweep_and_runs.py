@@ -123,3 +123,42 @@ def test_an_optuna_search_prunes_a_poor_trial_on_every_rank_and_nests_its_trials
     rows = json.loads(listed.stdout)["runs"]  # the study's trials grouped under its parent run
     assert sorted(r["sweep"] for r in rows) == ["parent", "trial 1", "trial 2", "trial 3", "trial 4"]
     assert sorted(r["status"] for r in rows if r["sweep"] != "parent") == ["FINISHED", "FINISHED", "PRUNED", "PRUNED"]
+
+
+@pytest.mark.slow
+def test_a_search_stopped_mid_trial_resumes_and_ends_with_its_trials(tmp_path, tracking_uri, experiment):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import optuna
+
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    args = [sys.executable, "-m", "ddpx", "sweep", TINY, "train.lr=loguniform(0.01,0.3)", "train.max_epochs=2",
+            "--search", "optuna", "--trials", "3", "--sampler", "random", "--search-seed", "1", "--pruner", "none",
+            "--study-storage", storage, "--tracking-uri", tracking_uri, "--experiment", experiment]
+    env = {**os.environ, "DDPX_LOG_MODEL": "false", "DDPX_SYSTEM_METRICS": "false"}
+    first = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    trial_one_done = False
+    for line in first.stdout:  # stopped while trial 2 trains
+        trial_one_done = trial_one_done or line.startswith("done trial 1")
+        if trial_one_done and line.startswith("epoch 1/2"):
+            first.send_signal(signal.SIGTERM)
+            break
+    first.communicate(timeout=120)
+    assert first.returncode == 130
+
+    resumed = subprocess.run([*args, "--resume"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    (summary,) = optuna.get_all_study_summaries(storage)
+    trials = optuna.load_study(study_name=summary.study_name, storage=storage).trials
+    assert [t.state.name for t in trials] == ["COMPLETE", "FAIL", "COMPLETE", "COMPLETE"]
+    assert trials[2].params == trials[1].params, "the interrupted trial ran again with its values"
+    assert trials[3].params != trials[0].params, "the resumed sampler does not draw the first values again"
+
+    client = MlflowClient(tracking_uri)
+    runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    (parent,) = [r for r in runs if r.data.tags.get("ddpx.sweep") == "parent"]  # one parent, continued
+    assert parent.info.status == "FINISHED" and parent.data.metrics["trials_finished"] == 3
+    assert sorted(r.data.tags["ddpx.sweep.trial"] for r in runs if r is not parent) == ["1", "2", "3", "4"]

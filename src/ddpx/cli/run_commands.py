@@ -103,8 +103,11 @@ study is stored in sqlite (ddpx-runs/optuna.db) for Optuna's own tools.
 @click.option("--search-seed", type=int, default=None, help="With --search optuna: the sampler's seed.")
 @click.option("--study-storage", default=None, metavar="URL",
               help="With --search optuna: the Optuna storage (default sqlite:///ddpx-runs/optuna.db).")
+@click.option("--resume", "resume_search", is_flag=True,
+              help="With --search optuna: continue this recipe's latest search in the storage up to --trials "
+                   "(finished trials kept, an interrupted one run again).")
 def sweep_command(name, grid, dry_run, search, trials, sampler, pruner, search_timeout, search_seed, study_storage,
-                  **values) -> None:
+                  resume_search, **values) -> None:
     """Train every combination of the swept values of recipe NAME (or an Optuna search), one job per trial."""
     from ddpx.cli.sweep_report import print_trial, print_trials
     from ddpx.launch.sweep import plan_sweep, run_sweep
@@ -115,7 +118,7 @@ def sweep_command(name, grid, dry_run, search, trials, sampler, pruner, search_t
         from ddpx.launch.search import SearchOptions
 
         options = SearchOptions(trials=trials, sampler=sampler, pruner=pruner, timeout_s=search_timeout,
-                                seed=search_seed, storage=study_storage)
+                                seed=search_seed, storage=study_storage, resume=resume_search)
         return search_command(registry, name, grid, settings, options, dry_run)
     sweep = plan_sweep(registry, name, grid, settings)
     if dry_run:
@@ -132,7 +135,7 @@ def sweep_command(name, grid, dry_run, search, trials, sampler, pruner, search_t
 
 def search_command(registry, name, grid, settings, options, dry_run) -> None:
     from ddpx.cli.sweep_report import print_trial, print_trials
-    from ddpx.launch.search import create_study, plan_search, search_params, trials_of
+    from ddpx.launch.search import create_study, parent_run_of, plan_search, search_params, trials_of
     from ddpx.launch.sweep import run_sweep
     from ddpx.records.run_dir import DEFAULT_ROOT
     from ddpx.records.study_pictures import study_pictures
@@ -151,7 +154,7 @@ def search_command(registry, name, grid, settings, options, dry_run) -> None:
     pictures = Path(search.settings.runs_dir or DEFAULT_ROOT).resolve() / f"search-{study.study_name}"
     run_sweep(registry, search.sweep, report=print_trial, warn=lambda text: click.echo(f"Warning: {text}", err=True),
               trials=trials_of(registry, search, study), extra_params=search_params(search, study),
-              artifacts=lambda: study_pictures(study, pictures))
+              artifacts=lambda: study_pictures(study, pictures), parent_run_id=parent_run_of(study))
     print_trials(search.sweep, title=f"ddpx sweep {first.recipe.name} (search)")
     raise_if_failed(search.sweep)
 

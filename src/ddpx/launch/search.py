@@ -23,11 +23,12 @@ from ddpx.config.recipe import resolve_recipe
 from ddpx.config.search_space import build_pruner, choices, is_space, parse_space
 from ddpx.config.values import parse_override
 from ddpx.contract.errors import UserError
+from ddpx.contract.records import RunSummary
 from ddpx.launch.plan import plan_job
 from ddpx.launch.settings import LaunchSettings
 from ddpx.launch.sweep import Sweep, Trial
 from ddpx.plugin_host.registry import Registry
-from ddpx.records.run_dir import DEFAULT_ROOT
+from ddpx.records.run_dir import DEFAULT_ROOT, RunDir
 
 SAMPLERS = ("tpe", "random", "grid")
 PRUNERS = ("median", "hyperband", "none")
@@ -41,6 +42,7 @@ class SearchOptions:
     timeout_s: float | None = None
     seed: int | None = None
     storage: str | None = None
+    resume: bool = False  # continue this recipe's latest study in the storage
 
 
 @dataclass
@@ -52,6 +54,7 @@ class Search:
     settings: LaunchSettings
     storage: str
     direction: str
+    interrupted: int = 0  # a resumed study's trials that were cut off (marked FAIL, queued again)
 
 
 def parse_space_arguments(arguments: tuple[str, ...] | list[str]) -> tuple[dict[str, Any], dict[str, str], list[str]]:
@@ -124,45 +127,108 @@ def check_options(options: SearchOptions, space: dict[str, Any]) -> None:
 
 
 def create_study(search: Search, max_epochs: int):
+    """A new study, or with ``--resume`` this recipe's latest one: its interrupted trials (still
+    RUNNING) are marked FAIL and their values queued to run again."""
     import optuna
 
+    options = search.options
+    pruner = build_pruner(options.pruner, max_epochs)
+    recipe = search.sweep.trials[0].recipe.name
+    if not options.resume:
+        name = f"{recipe}-{time.strftime('%Y%m%d-%H%M%S')}"
+        return optuna.create_study(storage=search.storage, study_name=name, direction=search.direction,
+                                   sampler=build_sampler(search, 0), pruner=pruner)
+    earlier = [s for s in optuna.get_all_study_summaries(search.storage) if s.study_name.startswith(f"{recipe}-")]
+    if not earlier:
+        raise UserError(f"--resume: no earlier search of {recipe} in {search.storage}. Start one without --resume "
+                        "(or give --study-storage the storage it used).")
+    latest = max(earlier, key=lambda s: s.study_name)  # names end with their start time
+    study = optuna.load_study(study_name=latest.study_name, storage=search.storage, pruner=pruner,
+                              sampler=build_sampler(search, latest.n_trials))
+    storage = optuna.storages.get_storage(search.storage)
+    for interrupted in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        storage.set_trial_state_values(interrupted._trial_id, optuna.trial.TrialState.FAIL)
+        study.enqueue_trial(interrupted.params)
+        search.interrupted += 1
+    return study
+
+
+def build_sampler(search: Search, trials_so_far: int):
+    """The sampler; a seeded one resumed after N trials is seeded N further on, so it does not
+    draw the first trials' values again."""
+    import optuna
 
     options = search.options
-    grid = {k: list(d.choices) for k, d in search.space.items()} if options.sampler == "grid" else None
-    sampler = {"tpe": lambda: optuna.samplers.TPESampler(seed=options.seed),
-               "random": lambda: optuna.samplers.RandomSampler(seed=options.seed),
-               "grid": lambda: optuna.samplers.GridSampler(grid, seed=options.seed)}[options.sampler]()
-    pruner = build_pruner(options.pruner, max_epochs)
-    name = f"{search.sweep.trials[0].recipe.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    return optuna.create_study(storage=search.storage, study_name=name, direction=search.direction,
-                               sampler=sampler, pruner=pruner)
+    seed = None if options.seed is None else options.seed + trials_so_far
+    if options.sampler == "grid":
+        return optuna.samplers.GridSampler({k: list(d.choices) for k, d in search.space.items()}, seed=seed)
+    return (optuna.samplers.TPESampler if options.sampler == "tpe" else optuna.samplers.RandomSampler)(seed=seed)
+
+
+def earlier_trials(registry: Registry, search: Search, study) -> list[Trial]:
+    """A resumed study's finished trials, read back from their run folders (for the best trial)."""
+    from optuna.trial import TrialState
+
+    done = []
+    for frozen in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
+        folder = frozen.user_attrs.get("ddpx.run_dir")
+        if not folder or not RunDir(Path(folder)).summary_file.is_file():
+            continue
+        values = {k: str(v) for k, v in frozen.params.items()}
+        recipe = resolve_recipe(registry, search.sweep.recipe_name, [*search.sweep.fixed,
+                                                                     *(f"{k}={v}" for k, v in values.items())])
+        trial = Trial(frozen.number + 1, values, recipe, plan_job(registry, recipe, search.settings),
+                      status="PRUNED" if frozen.state == TrialState.PRUNED else "FINISHED")
+        trial.job.run_dir = RunDir(Path(folder))
+        trial.summary = RunSummary.read(trial.job.run_dir.summary_file)
+        done.append(trial)
+    return done
 
 
 def trials_of(registry: Registry, search: Search, study) -> Iterator[Trial]:
-    """Ask Optuna for each trial, yield it to run, and tell Optuna how it went."""
+    """Ask Optuna for each trial, yield it to run, and tell Optuna how it went; a resumed study
+    runs only the trials it still lacks."""
     import optuna
 
     options, started = search.options, time.monotonic()
     total = options.trials or math.prod(len(d.choices) for d in search.space.values())  # the grid sampler's grid
-    search.sweep.trials.clear()
-    for number in range(1, total + 1):
+    search.sweep.trials[:] = earlier_trials(registry, search, study) if options.resume else []
+    ended = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL)
+    done = len(study.get_trials(deepcopy=False, states=ended)) - search.interrupted
+    storage = optuna.storages.get_storage(search.storage)
+    for _ in range(total - done):
         if options.timeout_s is not None and time.monotonic() - started > options.timeout_s:
             return
+        if search.sweep.parent_run_id:
+            study.set_user_attr("ddpx.parent_run_id", search.sweep.parent_run_id)
         asked = study.ask(search.space)
         values = {k: str(v) for k, v in asked.params.items()}
         recipe = resolve_recipe(registry, search.sweep.recipe_name, [*search.sweep.fixed,
                                                                      *(f"{k}={v}" for k, v in values.items())])
-        trial = Trial(number, values, recipe, plan_job(registry, recipe, search.settings))
+        trial = Trial(asked.number + 1, values, recipe, plan_job(registry, recipe, search.settings))
         trial.job.search = {"storage": search.storage, "study": study.study_name, "trial_id": asked._trial_id,
                             "pruner": options.pruner, "max_epochs": recipe.train["max_epochs"]}
         search.sweep.trials.append(trial)
         yield trial
-        if trial.status == "FINISHED" and trial.summary.best_dev is not None:
-            study.tell(asked, trial.summary.best_dev)
-        elif trial.status == "PRUNED":
-            study.tell(asked, state=optuna.trial.TrialState.PRUNED)
-        else:
-            study.tell(asked, state=optuna.trial.TrialState.FAIL)
+        if trial.job.run_dir is not None:
+            storage.set_trial_user_attr(asked._trial_id, "ddpx.run_dir", str(trial.job.run_dir.path))
+        tell(study, asked, trial)
+
+
+def tell(study, asked, trial: Trial) -> None:
+    from optuna.trial import TrialState
+
+    if trial.status == "FINISHED" and trial.summary.best_dev is not None:
+        study.tell(asked, trial.summary.best_dev)
+    elif trial.status == "PRUNED":
+        study.tell(asked, state=TrialState.PRUNED)
+    else:
+        study.tell(asked, state=TrialState.FAIL)
+
+
+def parent_run_of(study) -> str | None:
+    """The MLflow parent run a resumed study continues."""
+    return study.user_attrs.get("ddpx.parent_run_id")
 
 
 def search_params(search: Search, study) -> dict[str, Any]:

@@ -145,10 +145,11 @@ def write_trials_csv(sweep: Sweep, path: Path) -> Path:
 
 def run_sweep(registry: Registry, sweep: Sweep, report: Callable[[Trial], None], warn: Callable[[str], None],
               trials: Iterable[Trial] | None = None, extra_params: dict[str, Any] | None = None,
-              artifacts: Callable[[], list[Path]] | None = None) -> Sweep:
+              artifacts: Callable[[], list[Path]] | None = None, parent_run_id: str | None = None) -> Sweep:
     """Run the trials one after another under one parent tracking run: the planned grid, or
     ``trials`` as a search produces them (each appended to ``sweep.trials`` before it runs);
-    ``artifacts()`` gives files for the parent run once the trials are done."""
+    ``artifacts()`` gives files for the parent run once the trials are done; ``parent_run_id``
+    continues that parent run (a resumed search)."""
     first = sweep.trials[0].job
     parent_job = replace(without_system_metrics(first), run_dir=RunDir(Path(first.launch.runs_dir or DEFAULT_ROOT).resolve()))
     parent = GuardedTracker(registry.get("trackers", first.launch.tracking).create(parent_job), warn=warn)
@@ -158,7 +159,8 @@ def run_sweep(registry: Registry, sweep: Sweep, report: Callable[[Trial], None],
                  params={**_parent_params(sweep), **(extra_params or {})},
                  tags={"ddpx.recipe": sweep.trials[0].recipe.name, "ddpx.sweep": "parent",
                        "ddpx.metric": f"heldout_{metric.name}",
-                       "ddpx.metric_direction": "max" if metric.greater_is_better else "min"})
+                       "ddpx.metric_direction": "max" if metric.greater_is_better else "min"},
+                 resume_run_id=parent_run_id)
     sweep.parent_run_id = parent.run_id
     try:
         for trial in (sweep.trials if trials is None else trials):

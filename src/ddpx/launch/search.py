@@ -101,7 +101,7 @@ def plan_search(registry: Registry, recipe_name: str, arguments, settings: Launc
     from optuna.distributions import CategoricalDistribution
 
     space, texts, fixed = parse_space_arguments(arguments)
-    check_options(options, space)
+    check_options(options)
     sweep = Sweep(recipe_name=recipe_name, grid={k: [t] for k, t in texts.items()}, fixed=fixed)
     for values in corners(space):
         recipe = resolve_recipe(registry, recipe_name, [*fixed, *(f"{k}={v}" for k, v in values.items())])
@@ -115,7 +115,7 @@ def plan_search(registry: Registry, recipe_name: str, arguments, settings: Launc
                   direction="maximize" if metric.greater_is_better else "minimize")
 
 
-def check_options(options: SearchOptions, space: dict[str, Any]) -> None:
+def check_options(options: SearchOptions) -> None:
     if options.sampler not in SAMPLERS:
         raise UserError(f"unknown sampler '{options.sampler}'; use one of {', '.join(SAMPLERS)}.")
     if options.pruner not in PRUNERS:

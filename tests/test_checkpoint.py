@@ -70,3 +70,25 @@ def test_a_checkpoint_of_another_model_is_a_clear_error(tmp_path):
     save_checkpoint(path, {"model": torch.nn.Linear(5, 5).state_dict()})
     with pytest.raises(UserError, match="does not fit this model"):
         load_model_weights(torch.nn.Linear(3, 2), path)
+
+
+def test_a_torchrun_restart_finds_the_checkpoint_an_earlier_rank_0_wrote_elsewhere(tmp_path, monkeypatch):
+    """After an elastic restart, rank 0 may be on another machine, whose run folder has no
+    ``last.pt``: the path the earlier rank 0 noted in torchrun's store (which outlives restarts) is used."""
+    from types import SimpleNamespace
+
+    import torch.distributed as dist
+
+    from ddpx.rank import distributed
+    from ddpx.rank.resume import resume_source
+
+    store = dist.TCPStore("127.0.0.1", 0, 1, is_master=True, wait_for_workers=False)
+    monkeypatch.setattr(distributed, "JOB_STORE", dist.PrefixStore("ddpx/job/", store))
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "tiny")
+    this_machine = SimpleNamespace(run_dir=SimpleNamespace(last_checkpoint=tmp_path / "here" / "last.pt"),
+                                   resume_from=None)
+    assert resume_source(this_machine) is None
+    distributed.remember_checkpoint(str(tmp_path / "there" / "last.pt"))
+    assert resume_source(this_machine) == tmp_path / "there" / "last.pt"
+    monkeypatch.delenv("TORCHELASTIC_RUN_ID")  # not torchrun: a new job never continues another's
+    assert resume_source(this_machine) is None

@@ -133,22 +133,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.parametrize("launcher", ["torchrun", "spawn"])
-def test_two_nodes_on_one_machine_form_one_world(tmp_path, tracking_uri, experiment, launcher):
+def test_two_nodes_on_one_machine_form_one_world(tmp_path, tracking_uri, experiment):
+    """Two spawn launchers, one per "machine"; torchrun's machines meet in tests/test_elastic.py."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(TEST_PLUGINS)}
     env.pop("MLFLOW_TRACKING_URI", None)
-    if launcher == "torchrun":
-        extra = lambda node: ["--rdzv-endpoint", f"127.0.0.1:{port}", "--node-rank", str(node)]  # noqa: E731
-    else:
-        extra = lambda node: ["--node-rank", str(node), "--master-addr", "127.0.0.1", "--master-port", str(port)]  # noqa: E731
     nodes = []
     for node in (0, 1):
         workdir = tmp_path / f"node{node}"
         workdir.mkdir()
         nodes.append(subprocess.Popen(
-            [sys.executable, "-m", "ddpx", "recipe", TINY, "--launcher", launcher, "--nnodes", "2", "--nproc", "1",
-             "--tracking-uri", tracking_uri, "--experiment", experiment, *extra(node)],
+            [sys.executable, "-m", "ddpx", "recipe", TINY, "--nnodes", "2", "--nproc", "1", "--tracking-uri",
+             tracking_uri, "--experiment", experiment, "--node-rank", str(node), "--master-addr", "127.0.0.1",
+             "--master-port", str(port)],
             cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outputs = [node.communicate(timeout=240) for node in nodes]
     assert [node.returncode for node in nodes] == [0, 0], outputs

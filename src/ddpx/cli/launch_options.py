@@ -14,7 +14,7 @@ import click
 from ddpx.cli.app import registry_with_warnings
 from ddpx.contract.errors import UserError
 from ddpx.contract.specs import LaunchOption
-from ddpx.launch.settings import LaunchSettings
+from ddpx.launch.settings import LaunchSettings, parse_node_range
 from ddpx.plugin_host.registry import Registry
 
 LAUNCHER_OPTION_PREFIX = "launcher_option_"
@@ -73,6 +73,7 @@ class LaunchCommand(click.Command):
 def settings_from(registry: Registry, values: dict[str, Any]) -> LaunchSettings:
     """The launch settings the user gave; a launcher's option given with another launcher is an error."""
     settings = LaunchSettings(**{s.name: values[s.name] for s in fields(LaunchSettings) if s.name in values})
+    settings.min_nodes, settings.nnodes = parse_node_range(settings.nnodes)
     launcher = registry.get("launchers", settings.launcher, key="--launcher")
     for name, (option, owners) in launcher_options(registry).items():
         dest = LAUNCHER_OPTION_PREFIX + option.key

@@ -78,7 +78,9 @@ class LauncherSpec:
     machine's GPUs are not checked against the backend. ``detaches(job)`` is true when ``launch``
     will hand the job over and return before it ends (a sweep then refuses it: each trial's
     result is needed before the next). ``options`` are the launcher's own command-line options
-    (:class:`LaunchOption`).
+    (:class:`LaunchOption`). ``elastic=True`` says the launcher runs a job whose number of
+    machines may change while it runs (``--nnodes MIN:MAX``; ``job.launch.min_nodes``), restarting
+    the ranks, which continue from the run folder's last checkpoint on the new world size.
     """
 
     name: str
@@ -88,3 +90,4 @@ class LauncherSpec:
     submits: Callable[[], bool] | None = None
     detaches: Callable[["Job"], bool] | None = None
     options: tuple[LaunchOption, ...] = ()
+    elastic: bool = False

@@ -24,7 +24,15 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
     launcher = registry.get("launchers", settings.launcher, key="--launcher")
     tracker = registry.get("trackers", settings.tracking, key="--tracking")
     check_rank_layout(settings)
+    if settings.elastic and not launcher.elastic:
+        raise UserError(f"--nnodes {settings.node_range} is a range of machines, which only a launcher that re-forms "
+                        f"the job as machines leave or join can run (--launcher torchrun); --launcher "
+                        f"{launcher.name} needs one number, such as --nnodes {settings.nnodes}.")
     sharded = registry.get("wrappers", recipe.train["wrapper"], key="train.wrapper").sharded
+    if sharded and settings.elastic:
+        raise UserError(f"--nnodes {settings.node_range} continues after a change from rank 0's run folder, but "
+                        f"train.wrapper={recipe.train['wrapper']} writes each machine's shards in its own: use "
+                        "train.wrapper=ddp for an elastic job, or a fixed --nnodes.")
     resume_from = check_checkpoints(recipe, settings.resume, sharded)
     resolved = resolve_for_this_machine(registry, recipe, settings, launcher)
     metric = registry.get("metrics", recipe.task.metric)
@@ -50,8 +58,9 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
 def check_rank_layout(settings: LaunchSettings) -> None:
     if settings.nproc is not None and settings.nproc < 1:
         raise UserError(f"--nproc must be at least 1, not {settings.nproc}.")
-    if settings.nnodes < 1:
-        raise UserError(f"--nnodes must be at least 1, not {settings.nnodes}.")
+    if settings.nnodes < 1 or (settings.min_nodes is not None and not 1 <= settings.min_nodes <= settings.nnodes):
+        raise UserError(f"--nnodes must be at least 1, and a range MIN:MAX needs 1 <= MIN <= MAX, not "
+                        f"{settings.node_range}.")
     if not 0 <= settings.node_rank < settings.nnodes:
         raise UserError(f"--node-rank must be between 0 and {settings.nnodes - 1} for --nnodes {settings.nnodes}, "
                         f"not {settings.node_rank}.")

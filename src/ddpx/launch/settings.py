@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ddpx.contract.errors import UserError
+
 
 def _option(default: Any, help: str, flag: str | None = None, **extra: Any) -> Any:
     return field(default=default, metadata={"help": help, "flag": flag, **extra})
@@ -21,7 +23,10 @@ class LaunchSettings:
 
     launcher: str = _option("spawn", "How ranks start: spawn, torchrun, slurm, or a plugin's.")
     nproc: int | None = _option(None, "Ranks per node.  [default: one per GPU, or 2 without GPUs]", kind=int)
-    nnodes: int = _option(1, "Number of machines.")
+    nnodes: int = _option(1, "Number of machines, or MIN:MAX for an elastic torchrun job that goes on while at least "
+                          "MIN take part (restarted from its last checkpoint when a machine leaves or joins).",
+                          kind=str, metavar="N|MIN:MAX")
+    min_nodes: int | None = None  # an elastic job's least number of machines (``--nnodes MIN:MAX``); nnodes is MAX
     node_rank: int = _option(0, "This machine's index (multi-node).")
     master_addr: str = _option("127.0.0.1", "Address of node 0 (spawn launcher).")
     master_port: int | None = _option(None, "Rendezvous port on node 0.  [default: a free port]", kind=int)
@@ -51,8 +56,28 @@ class LaunchSettings:
 
     @property
     def world_size(self) -> int:
-        """Ranks in the job (after planning, when ``nproc`` is known)."""
+        """Ranks in the job (after planning, when ``nproc`` is known); an elastic job's most."""
         return (self.nproc or 0) * self.nnodes
+
+    @property
+    def elastic(self) -> bool:
+        """True when the number of machines may change while the job runs (``--nnodes MIN:MAX``)."""
+        return self.min_nodes is not None and self.min_nodes != self.nnodes
+
+    @property
+    def node_range(self) -> str:
+        """``--nnodes`` as given: ``N``, or ``MIN:MAX`` for an elastic job."""
+        return f"{self.min_nodes}:{self.nnodes}" if self.elastic else str(self.nnodes)
+
+
+def parse_node_range(text: str | int) -> tuple[int | None, int]:
+    """``--nnodes``: ``N`` gives ``(None, N)``, ``MIN:MAX`` gives ``(MIN, MAX)``."""
+    parts = str(text).strip().split(":")
+    if len(parts) > 2 or not all(part.strip().isdigit() for part in parts):
+        raise UserError(f"--nnodes takes a number of machines (2) or, for an elastic torchrun job, a range MIN:MAX "
+                        f"(1:4), not {text!r}.")
+    numbers = [int(part) for part in parts]
+    return (None, numbers[0]) if len(numbers) == 1 else (numbers[0], numbers[1])
 
 
 def default_nproc(gpus: int) -> int:

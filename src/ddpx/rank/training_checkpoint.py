@@ -11,6 +11,7 @@ import torch
 import torch.distributed as dist
 
 from ddpx.rank.checkpoint import rng_state, save_checkpoint, unwrap
+from ddpx.rank.distributed import remember_checkpoint
 from ddpx.rank.rank_run import RankRun
 from ddpx.rank.sharded_checkpoint import remove_other_folders, save_shards, sharded_folder
 from ddpx.rank.stall import BEACON
@@ -69,7 +70,9 @@ def write_last(run: RankRun, improved: bool, totals: torch.Tensor) -> None:
     if folder is not None:
         save_checkpoint(last, {**contents, "sharded": folder.name})
         remove_other_folders(last, keep=folder)
+        remember_checkpoint(str(last))
         return  # the best weights are in the folder, and exported at the end as model/state_dict.pt
     save_checkpoint(last, contents)
+    remember_checkpoint(str(last))
     if improved:
         save_checkpoint(run.job.run_dir.best_checkpoint, contents)

@@ -71,13 +71,14 @@ def _run(job: Job) -> None:
     registry = load_registry()
     backend = registry.get("backends", job.launch.backend)
     device = device_for(backend.device_type, env.local_rank)
-    resume = load_resume_state(job, registry.get("wrappers", job.config["train"]["wrapper"]).sharded)
     report = (lambda text: console.print(f"ddpx: {text}", markup=False, style="yellow")) if env.is_main else None
     with watching_for_stalls(job.run_dir.path, env.rank, job.launch.stall_report_s, report):
         BEACON.at("joining the process group")
         with process_group(backend.name, env, device, timeout_s=job.launch.timeout_s):
+            BEACON.at("reading the checkpoint to continue from")
+            resume = load_resume_state(job, registry.get("wrappers", job.config["train"]["wrapper"]).sharded)
             BEACON.at("starting the tracking run")
-            tracker = _start_tracker(job, registry, device, console, resume) if env.is_main else None
+            tracker = _start_tracker(job, registry, env, device, console, resume) if env.is_main else None
             if env.is_main:
                 _import_metric_modules(job, registry)
             gc.freeze()  # what is loaded by now lives as long as the rank: later collections skip it
@@ -117,12 +118,14 @@ def _import_metric_modules(job: Job, registry) -> None:
         importlib.import_module(module)
 
 
-def _start_tracker(job, registry, device, console, resume):
-    """Rank 0 opens the job's tracking run, or continues the run of the checkpoint it resumes."""
+def _start_tracker(job, registry, env, device, console, resume):
+    """Rank 0 opens the job's tracking run (with the world size it started on: an elastic job's
+    may be below its most), or continues the run of the checkpoint it resumes."""
     from ddpx.records.tracking import start_job_run
 
     warn = lambda text: console.print(f"[yellow]warning:[/yellow] {text}")  # noqa: E731
-    return start_job_run(registry, job, device.type, warn, resume_run_id=resume.get("tracking_run_id") if resume else None)
+    return start_job_run(registry, job, device.type, warn, resume_run_id=resume.get("tracking_run_id") if resume else None,
+                         world_size=env.world_size)
 
 
 def main(argv: list[str] | None = None) -> None:

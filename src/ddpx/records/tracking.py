@@ -22,19 +22,20 @@ if TYPE_CHECKING:  # pragma: no cover
     from ddpx.plugin_host.registry import Registry
 
 
-def run_params(job: Job, *, device: str) -> dict[str, Any]:
-    """The flattened resolved recipe plus how it ran — the same names for every recipe."""
+def run_params(job: Job, *, device: str, world_size: int | None = None) -> dict[str, Any]:
+    """The flattened resolved recipe plus how it ran — the same names for every recipe;
+    ``world_size`` is the ranks' own count where it may differ from the planned (elastic) one."""
     params = {k: v for k, v in flatten(job.config).items() if k != "description"}
-    launch, train = job.launch, job.config["train"]
+    launch, train, world_size = job.launch, job.config["train"], world_size or job.world_size
     params.update(
         {
             "launcher": launch.launcher,
             "backend": launch.backend,
             "device": device,
-            "world_size": job.world_size,
-            "nnodes": launch.nnodes,
+            "world_size": world_size,
+            "nnodes": launch.node_range,
             "nproc_per_node": launch.nproc,
-            "global_batch_size": train["batch_size"] * job.world_size * train["accumulate"],
+            "global_batch_size": train["batch_size"] * world_size * train["accumulate"],
             "precision": train["precision"],
         }
     )
@@ -109,7 +110,7 @@ def result_note(summary: RunSummary) -> str:
 
 
 def start_job_run(registry: "Registry", job: Job, device_type: str, warn: Callable[[str], None],
-                  resume_run_id: str | None = None) -> GuardedTracker:
+                  resume_run_id: str | None = None, world_size: int | None = None) -> GuardedTracker:
     """Open the job's tracking run — params, tags, the recipe file — or continue ``resume_run_id``,
     and note its id in the run folder (``tracking.json``).
 
@@ -120,7 +121,7 @@ def start_job_run(registry: "Registry", job: Job, device_type: str, warn: Callab
     tracker = GuardedTracker(spec.create(job), warn=warn)
     versions = {i.distribution: i.version for i in registry.pm.info.values() if i.distribution and i.version}
     metric = registry.get("metrics", registry.get("tasks", job.config["task"]).metric)
-    tracker.start(run_name=job.run_dir.path.name, params=run_params(job, device=device_type),
+    tracker.start(run_name=job.run_dir.path.name, params=run_params(job, device=device_type, world_size=world_size),
                   tags=run_tags(job, versions, metric), resume_run_id=resume_run_id)
     if tracker.run_id:
         if not resume_run_id:

@@ -2,7 +2,11 @@
 
 One node: ``--standalone`` rendezvous on a free port. Several: ``--nnodes N`` with
 ``--rdzv-endpoint HOST:PORT`` (c10d rendezvous), the same command on every node.
-``--max-restarts`` is passed through. The ranks run ``python -m WORKER_MODULE JOB_FILE``;
+``--max-restarts`` is passed through. Elastic: ``--nnodes MIN:MAX`` goes on while at least MIN
+machines take part; when one leaves (its ranks' peers fail, which uses a restart) or joins (no
+restart used), torchrun restarts every rank and they continue from the run folder's
+``last.pt`` on the new world size. ``--rdzv-conf`` passes torchrun's rendezvous settings
+(``join_timeout``, ``last_call_timeout``, ``close_timeout``). The ranks run ``python -m WORKER_MODULE JOB_FILE``;
 rank 0's output reaches the terminal, torchrun's own messages go to the run folder's
 ``launcher.log`` and its per-attempt folders to ``torchrun-logs/`` there (left to itself,
 torchrun makes a new ``torchelastic_*`` folder in the temporary directory on every run and
@@ -15,7 +19,7 @@ import re
 import signal
 import sys
 
-from ddpx.api import WORKER_MODULE, Job, LaunchOutcome, LauncherSpec, UserError, hookimpl, run_supervised
+from ddpx.api import WORKER_MODULE, Job, LaunchOption, LaunchOutcome, LauncherSpec, UserError, hookimpl, run_supervised
 
 
 def command(job: Job) -> list[str]:
@@ -28,17 +32,32 @@ def command(job: Job) -> list[str]:
     elif settings.nnodes == 1 and not settings.rdzv_endpoint:
         cmd.append("--standalone")
     else:
-        cmd += [f"--nnodes={settings.nnodes}", "--rdzv-backend=c10d", f"--rdzv-endpoint={settings.rdzv_endpoint}",
+        cmd += [f"--nnodes={settings.node_range}", "--rdzv-backend=c10d", f"--rdzv-endpoint={settings.rdzv_endpoint}",
                 f"--rdzv-id={job.recipe_name}"]
+    if settings.launcher_options.get("rdzv_conf"):
+        cmd.append(f"--rdzv-conf={settings.launcher_options['rdzv_conf']}")
     return cmd + ["-m", WORKER_MODULE, str(job.run_dir.job_file)]
 
 
+RDZV_CONF = re.compile(r"(join_timeout|last_call_timeout|close_timeout)=\d+(,(join_timeout|last_call_timeout|"
+                       r"close_timeout)=\d+)*")
+
+
 def check(job: Job) -> None:
-    if job.launch.nnodes > 1 and not job.launch.rdzv_endpoint:
+    settings = job.launch
+    if settings.nnodes > 1 and not settings.rdzv_endpoint:
         raise UserError(
             "--launcher torchrun with --nnodes > 1 needs --rdzv-endpoint HOST:PORT, an address every node reaches "
             "(usually node 0's)."
         )
+    if settings.elastic and settings.max_restarts < 1:
+        raise UserError(f"--nnodes {settings.node_range} lets machines leave the job, and each departure restarts "
+                        "the ranks from the last checkpoint: give --max-restarts the number of departures to survive "
+                        "(--max-restarts 3, say).")
+    conf = settings.launcher_options.get("rdzv_conf")
+    if conf and not RDZV_CONF.fullmatch(conf):
+        raise UserError(f"--rdzv-conf takes KEY=SECONDS pairs joined by commas, the keys join_timeout, "
+                        f"last_call_timeout and close_timeout (last_call_timeout=5), not {conf!r}.")
 
 
 # torchrun's failure summary (torch.distributed.elastic's ChildFailedError) gives, for each rank
@@ -78,4 +97,8 @@ def run_torchrun(job: Job) -> int:
 
 @hookimpl
 def register_launchers(register):
-    register(LauncherSpec("torchrun", "torch.distributed.run (torchrun) supervises the ranks", launch, check))
+    rdzv_conf = LaunchOption("rdzv-conf", "torchrun's rendezvous settings for a multi-machine or elastic job, in "
+                             "seconds: join_timeout (wait for MIN machines), last_call_timeout (wait for more after "
+                             "MIN joined), close_timeout.", metavar="KEY=S,...")
+    register(LauncherSpec("torchrun", "torch.distributed.run (torchrun) supervises the ranks", launch, check,
+                          options=(rdzv_conf,), elastic=True))

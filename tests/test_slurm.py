@@ -77,18 +77,33 @@ def test_ranks_take_their_place_from_slurm_variables():
 
 @pytest.mark.slow
 @needs_cluster
-@pytest.mark.parametrize("recipe", ["mlp_synthetic", "bbbp_rnn"])
-def test_slurm_wait_runs_the_recipe_and_logs_one_run(run_ddpx, tmp_path, tracking_uri, experiment, recipe):
-    extra = ["train.max_epochs=2"]
-    if recipe == "bbbp_rnn":
-        extra.append(f"dataset.path={write_smiles_csv(tmp_path / 'molecules.csv', n=120)}")
-    result = run_ddpx("recipe", recipe, "--launcher", "slurm", "--nnodes", "1", "--nproc", "2", "--wait",
-                      "--tracking-uri", tracking_uri, "--experiment", experiment, *extra)
+def test_slurm_wait_runs_the_recipe_and_logs_one_run(run_ddpx, tmp_path, tracking_uri, experiment):
+    result = run_ddpx("recipe", "bbbp_rnn", "--launcher", "slurm", "--nnodes", "1", "--nproc", "2", "--wait",
+                      "--tracking-uri", tracking_uri, "--experiment", experiment, "train.max_epochs=2",
+                      f"dataset.path={write_smiles_csv(tmp_path / 'molecules.csv', n=120)}")
     assert result.returncode == 0, result.output
     assert "submitted Slurm job" in result.stdout and "done:" in result.stdout
     _, run = only_run(tracking_uri, experiment)
     assert run.data.params["world_size"] == "2" and run.data.params["launcher"] == "slurm"
     assert run.info.status == "FINISHED"
+
+
+@pytest.mark.slow
+@needs_cluster
+def test_a_parallel_sweep_submits_its_trials_as_slurm_jobs_at_once(run_ddpx, tracking_uri, experiment):
+    result = run_ddpx("sweep", "mlp_synthetic", "train.lr=0.05,0.1", "train.max_epochs=2", "--parallel", "2",
+                      "--launcher", "slurm", "--nproc", "1", "--wait", "--tracking-uri", tracking_uri,
+                      "--experiment", experiment)
+    assert result.returncode == 0, result.output
+    assert "2 trial(s) on 1 rank(s) each, 2 at once, launcher slurm" in result.stdout
+    assert result.stdout.count("placed by the scheduler") == 2
+    client = MlflowClient(tracking_uri)
+    runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    trials = sorted((r for r in runs if "ddpx.sweep.trial" in r.data.tags), key=lambda r: r.data.tags["ddpx.sweep.trial"])
+    assert [r.info.status for r in trials] == ["FINISHED", "FINISHED"]
+    assert all(r.data.params["launcher"] == "slurm" for r in trials)
+    first, second = trials[0].info, trials[1].info
+    assert first.start_time < second.end_time and second.start_time < first.end_time, "both jobs ran at once"
 
 
 @pytest.mark.slow

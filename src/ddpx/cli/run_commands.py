@@ -70,6 +70,7 @@ Examples:
   ddpx sweep mlp_synthetic train.lr=0.05,0.1 train.max_epochs=3 --dry-run
   ddpx sweep mlp_synthetic 'train.lr=loguniform(0.01,0.3)' 'model.n_layers=int(2,5)' \\
       --search optuna --trials 8
+  ddpx sweep mlp_synthetic train.lr=0.03,0.1,0.3,1.0 --parallel 2 --nproc 1
 
 \b
 KEY=V1,V2 sweeps a key; KEY=VALUE sets it for every trial. The trials are the
@@ -85,6 +86,11 @@ or choice(A,B,...) (KEY=A,B is a choice). After every epoch rank 0 reports the
 dev metric and the pruner (median: behind the earlier trials' median at that
 epoch) stops a poor trial on every rank at once; it is kept as PRUNED. The
 study is stored in sqlite (ddpx-runs/optuna.db) for Optuna's own tools.
+
+\b
+--parallel P runs P trials at once, each in its own process pinned to its
+share of the CPU cores (and of the GPUs), its output in its run folder's
+trial.log; with --launcher slurm, P jobs at once.
 """
 
 
@@ -103,11 +109,14 @@ study is stored in sqlite (ddpx-runs/optuna.db) for Optuna's own tools.
 @click.option("--search-seed", type=int, default=None, help="With --search optuna: the sampler's seed.")
 @click.option("--study-storage", default=None, metavar="URL",
               help="With --search optuna: the Optuna storage (default sqlite:///ddpx-runs/optuna.db).")
+@click.option("--parallel", type=int, default=1, show_default=True, metavar="P",
+              help="Run P trials at once, each on its own share of this machine's CPU cores (and GPUs), or with "
+                   "--launcher slurm as P jobs at once.")
 @click.option("--resume", "resume_search", is_flag=True,
               help="With --search optuna: continue this recipe's latest search in the storage up to --trials "
                    "(finished trials kept, an interrupted one run again).")
 def sweep_command(name, grid, dry_run, search, trials, sampler, pruner, search_timeout, search_seed, study_storage,
-                  resume_search, **values) -> None:
+                  parallel, resume_search, **values) -> None:
     """Train every combination of the swept values of recipe NAME (or an Optuna search), one job per trial."""
     from ddpx.cli.sweep_report import print_trial, print_trials
     from ddpx.launch.sweep import plan_sweep, run_sweep
@@ -119,29 +128,43 @@ def sweep_command(name, grid, dry_run, search, trials, sampler, pruner, search_t
 
         options = SearchOptions(trials=trials, sampler=sampler, pruner=pruner, timeout_s=search_timeout,
                                 seed=search_seed, storage=study_storage, resume=resume_search)
-        return search_command(registry, name, grid, settings, options, dry_run)
+        return search_command(registry, name, grid, settings, options, dry_run, parallel)
     sweep = plan_sweep(registry, name, grid, settings)
+    slots = trial_slots(registry, sweep.trials[0].job, parallel)
     if dry_run:
         print_trials(sweep, title=f"ddpx sweep {name}: {len(sweep.trials)} trial(s), nothing started")
         return
     first = sweep.trials[0].job
     click.echo(f"ddpx: sweep of {sweep.trials[0].recipe.name}, {len(sweep.trials)} trial(s) on {first.world_size} "
-               f"rank(s) each, launcher {first.launch.launcher}, backend {first.launch.backend}")
-    run_sweep(registry, sweep, report=print_trial,
-              warn=lambda text: click.echo(f"Warning: {text}", err=True))
+               f"rank(s) each{at_once(slots)}, launcher {first.launch.launcher}, backend {first.launch.backend}")
+    run_sweep(registry, sweep, report=print_trial, warn=lambda text: click.echo(f"Warning: {text}", err=True),
+              slots=slots)
     print_trials(sweep, title=f"ddpx sweep {sweep.trials[0].recipe.name}")
     raise_if_failed(sweep)
 
 
-def search_command(registry, name, grid, settings, options, dry_run) -> None:
+def trial_slots(registry, job, parallel):
+    """This machine's shares for ``parallel`` trials at once (checked before anything starts)."""
+    from ddpx.launch.parallel_trials import plan_slots
+    from ddpx.launch.plan import submits
+
+    return plan_slots(job, parallel, submits(registry.get("launchers", job.launch.launcher)))
+
+
+def at_once(slots) -> str:
+    return f", {len(slots)} at once" if len(slots) > 1 else ""
+
+
+def search_command(registry, name, grid, settings, options, dry_run, parallel=1) -> None:
     from ddpx.cli.sweep_report import print_trial, print_trials
-    from ddpx.launch.search import create_study, parent_run_of, plan_search, search_params, trials_of
+    from ddpx.launch.search import StudyTrials, create_study, parent_run_of, plan_search, search_params
     from ddpx.launch.sweep import run_sweep
     from ddpx.records.run_dir import DEFAULT_ROOT
     from ddpx.records.study_pictures import study_pictures
 
     search = plan_search(registry, name, grid, settings, options)
     first = search.sweep.trials[0]
+    slots = trial_slots(registry, first.job, parallel)
     space = " ".join(f"{k}={t}" for k, t in search.texts.items())
     if dry_run:
         click.echo(f"ddpx sweep {name}: a search of {space} ({options.trials or 'the whole grid'} trial(s), sampler "
@@ -149,12 +172,12 @@ def search_command(registry, name, grid, settings, options, dry_run) -> None:
         return
     study = create_study(search, first.recipe.train["max_epochs"])
     click.echo(f"ddpx: search of {first.recipe.name} over {space}: {options.trials or 'the grid'} trial(s) on "
-               f"{first.job.world_size} rank(s) each, sampler {options.sampler}, pruner {options.pruner}; "
+               f"{first.job.world_size} rank(s) each{at_once(slots)}, sampler {options.sampler}, pruner {options.pruner}; "
                f"study {study.study_name} in {search.storage}")
     pictures = Path(search.settings.runs_dir or DEFAULT_ROOT).resolve() / f"search-{study.study_name}"
     run_sweep(registry, search.sweep, report=print_trial, warn=lambda text: click.echo(f"Warning: {text}", err=True),
-              trials=trials_of(registry, search, study), extra_params=search_params(search, study),
-              artifacts=lambda: study_pictures(study, pictures), parent_run_id=parent_run_of(study))
+              source=StudyTrials(registry, search, study), extra_params=search_params(search, study),
+              artifacts=lambda: study_pictures(study, pictures), parent_run_id=parent_run_of(study), slots=slots)
     print_trials(search.sweep, title=f"ddpx sweep {first.recipe.name} (search)")
     raise_if_failed(search.sweep)
 

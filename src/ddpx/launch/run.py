@@ -56,12 +56,22 @@ def run_job(registry: Registry, recipe: Recipe, job: Job) -> RunSummary | None:
     ``None`` when this machine's ranks all succeeded but global rank 0 ran elsewhere (multi-node),
     or when the launcher handed the job to a batch system and returned.
     """
+    prepare_job(registry, recipe, job)
+    return launch_job(registry, job)
+
+
+def prepare_job(registry: Registry, recipe: Recipe, job: Job) -> None:
+    """The job's run folder, with ``job.json`` written, and its tracking store ready."""
     job.run_dir = prepare_run_dir(recipe, job)
     job.save()
-    launcher = registry.get("launchers", job.launch.launcher)
     tracker = registry.get("trackers", job.launch.tracking)
     if tracker.prepare is not None and job.launch.node_rank == 0:
         tracker.prepare(job)
+
+
+def launch_job(registry: Registry, job: Job) -> RunSummary | None:
+    """Hand a prepared job to its launcher and read what its ranks left (see :func:`run_job`)."""
+    launcher = registry.get("launchers", job.launch.launcher)
     try:
         with signals_reach_the_ranks():
             outcome: LaunchOutcome = launcher.launch(job)

@@ -17,7 +17,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ddpx.config.recipe import resolve_recipe
 from ddpx.config.search_space import build_pruner, choices, is_space, parse_space
@@ -185,34 +185,55 @@ def earlier_trials(registry: Registry, search: Search, study) -> list[Trial]:
     return done
 
 
-def trials_of(registry: Registry, search: Search, study) -> Iterator[Trial]:
-    """Ask Optuna for each trial, yield it to run, and tell Optuna how it went; a resumed study
-    runs only the trials it still lacks."""
-    import optuna
+class StudyTrials:
+    """The trials Optuna asks for, one at a time (a :class:`~ddpx.launch.parallel_trials.TrialSource`):
+    each told to the study as it ends; a resumed study runs only the trials it still lacks. With
+    trials side by side, Optuna is asked for the next values when a slot frees, so they follow
+    every trial that ended before."""
 
-    options, started = search.options, time.monotonic()
-    total = options.trials or math.prod(len(d.choices) for d in search.space.values())  # the grid sampler's grid
-    search.sweep.trials[:] = earlier_trials(registry, search, study) if options.resume else []
-    ended = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL)
-    done = len(study.get_trials(deepcopy=False, states=ended)) - search.interrupted
-    storage = optuna.storages.get_storage(search.storage)
-    for _ in range(total - done):
-        if options.timeout_s is not None and time.monotonic() - started > options.timeout_s:
-            return
+    def __init__(self, registry: Registry, search: Search, study):
+        import optuna
+
+        self.registry, self.search, self.study, self.started = registry, search, study, time.monotonic()
+        self.left: int | None = None  # counted as the first trial is asked for (the sweep's stand-in goes then)
+        self.asked: dict[int, Any] = {}
+        self.storage = optuna.storages.get_storage(search.storage)
+
+    def _count(self) -> int:
+        """Trials still to run; the sweep's list starts with a resumed study's finished ones."""
+        from optuna.trial import TrialState
+
+        search, options = self.search, self.search.options
+        total = options.trials or math.prod(len(d.choices) for d in search.space.values())  # the grid sampler's
+        search.sweep.trials[:] = earlier_trials(self.registry, search, self.study) if options.resume else []
+        ended = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+        return total - (len(self.study.get_trials(deepcopy=False, states=ended)) - search.interrupted)
+
+    def next(self) -> Trial | None:
+        search, options = self.search, self.search.options
+        if self.left is None:
+            self.left = self._count()
+        if self.left <= 0 or (options.timeout_s is not None and time.monotonic() - self.started > options.timeout_s):
+            return None
+        self.left -= 1
         if search.sweep.parent_run_id:
-            study.set_user_attr("ddpx.parent_run_id", search.sweep.parent_run_id)
-        asked = study.ask(search.space)
+            self.study.set_user_attr("ddpx.parent_run_id", search.sweep.parent_run_id)
+        asked = self.study.ask(search.space)
         values = {k: str(v) for k, v in asked.params.items()}
-        recipe = resolve_recipe(registry, search.sweep.recipe_name, [*search.sweep.fixed,
-                                                                     *(f"{k}={v}" for k, v in values.items())])
-        trial = Trial(asked.number + 1, values, recipe, plan_job(registry, recipe, search.settings))
-        trial.job.search = {"storage": search.storage, "study": study.study_name, "trial_id": asked._trial_id,
+        recipe = resolve_recipe(self.registry, search.sweep.recipe_name,
+                                [*search.sweep.fixed, *(f"{k}={v}" for k, v in values.items())])
+        trial = Trial(asked.number + 1, values, recipe, plan_job(self.registry, recipe, search.settings))
+        trial.job.search = {"storage": search.storage, "study": self.study.study_name, "trial_id": asked._trial_id,
                             "pruner": options.pruner, "max_epochs": recipe.train["max_epochs"]}
         search.sweep.trials.append(trial)
-        yield trial
+        self.asked[trial.number] = asked
+        return trial
+
+    def finish(self, trial: Trial) -> None:
+        asked = self.asked.pop(trial.number)
         if trial.job.run_dir is not None:
-            storage.set_trial_user_attr(asked._trial_id, "ddpx.run_dir", str(trial.job.run_dir.path))
-        tell(study, asked, trial)
+            self.storage.set_trial_user_attr(asked._trial_id, "ddpx.run_dir", str(trial.job.run_dir.path))
+        tell(self.study, asked, trial)
 
 
 def tell(study, asked, trial: Trial) -> None:

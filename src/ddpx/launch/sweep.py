@@ -18,7 +18,7 @@ import itertools
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from ddpx.config.recipe import Recipe, resolve_recipe
 from ddpx.config.search_space import is_space
@@ -26,6 +26,7 @@ from ddpx.config.values import parse_override
 from ddpx.contract.errors import JobFailed, UserError
 from ddpx.contract.records import RunSummary
 from ddpx.launch.job import Job
+from ddpx.launch.parallel_trials import Slot, TrialSource, run_side_by_side
 from ddpx.launch.plan import plan_job
 from ddpx.launch.run import run_job
 from ddpx.launch.settings import LaunchSettings
@@ -143,11 +144,26 @@ def write_trials_csv(sweep: Sweep, path: Path) -> Path:
     return path
 
 
+class PlannedTrials:
+    """A grid's trials, in order (a :class:`~ddpx.launch.parallel_trials.TrialSource`)."""
+
+    def __init__(self, trials: list[Trial]):
+        self._left = iter(list(trials))
+
+    def next(self) -> Trial | None:
+        return next(self._left, None)
+
+    def finish(self, trial: Trial) -> None:
+        pass
+
+
 def run_sweep(registry: Registry, sweep: Sweep, report: Callable[[Trial], None], warn: Callable[[str], None],
-              trials: Iterable[Trial] | None = None, extra_params: dict[str, Any] | None = None,
-              artifacts: Callable[[], list[Path]] | None = None, parent_run_id: str | None = None) -> Sweep:
-    """Run the trials one after another under one parent tracking run: the planned grid, or
-    ``trials`` as a search produces them (each appended to ``sweep.trials`` before it runs);
+              source: TrialSource | None = None, extra_params: dict[str, Any] | None = None,
+              artifacts: Callable[[], list[Path]] | None = None, parent_run_id: str | None = None,
+              slots: list[Slot] | None = None) -> Sweep:
+    """Run the trials under one parent tracking run: the planned grid, or ``source``'s as a search
+    produces them (each appended to ``sweep.trials`` before it runs); one after another, or with
+    ``slots`` (:func:`~ddpx.launch.parallel_trials.plan_slots`) one per slot at a time.
     ``artifacts()`` gives files for the parent run once the trials are done; ``parent_run_id``
     continues that parent run (a resumed search)."""
     first = sweep.trials[0].job
@@ -156,16 +172,21 @@ def run_sweep(registry: Registry, sweep: Sweep, report: Callable[[Trial], None],
     stamp = time.strftime("%Y%m%d-%H%M%S")
     metric = registry.get("metrics", sweep.trials[0].recipe.task.metric)
     parent.start(run_name=f"sweep-{sweep.trials[0].recipe.name}-{stamp}",
-                 params={**_parent_params(sweep), **(extra_params or {})},
+                 params={**_parent_params(sweep), "sweep.parallel": len(slots or [None]), **(extra_params or {})},
                  tags={"ddpx.recipe": sweep.trials[0].recipe.name, "ddpx.sweep": "parent",
                        "ddpx.metric": f"heldout_{metric.name}",
                        "ddpx.metric_direction": "max" if metric.greater_is_better else "min"},
                  resume_run_id=parent_run_id)
     sweep.parent_run_id = parent.run_id
+    source = source or PlannedTrials(sweep.trials)
     try:
-        for trial in (sweep.trials if trials is None else trials):
-            run_trial(registry, trial, parent.run_id)
-            report(trial)
+        if slots and len(slots) > 1:
+            run_side_by_side(registry, source, slots, lambda trial: link_to_parent(trial, parent.run_id), report)
+        else:
+            while (trial := source.next()) is not None:
+                run_trial(registry, trial, parent.run_id)
+                source.finish(trial)
+                report(trial)
     except BaseException as exc:
         parent.finish("KILLED", error=f"the sweep was stopped: {exc}")
         raise
@@ -175,10 +196,15 @@ def run_sweep(registry: Registry, sweep: Sweep, report: Callable[[Trial], None],
     return sweep
 
 
-def run_trial(registry: Registry, trial: Trial, parent_run_id: str | None) -> None:
-    """One trial's job, nested under the parent run; FINISHED, PRUNED or FAILED (Ctrl-C stops all)."""
+def link_to_parent(trial: Trial, parent_run_id: str | None) -> None:
+    """Nest the trial's run under the sweep's parent run."""
     trial.job.parent_run_id = parent_run_id
     trial.job.tags = {"ddpx.sweep.trial": str(trial.number), "ddpx.sweep.parent": parent_run_id or ""}
+
+
+def run_trial(registry: Registry, trial: Trial, parent_run_id: str | None) -> None:
+    """One trial's job, nested under the parent run; FINISHED, PRUNED or FAILED (Ctrl-C stops all)."""
+    link_to_parent(trial, parent_run_id)
     try:
         trial.summary = run_job(registry, trial.recipe, trial.job)
         trial.status = "PRUNED" if trial.summary and trial.summary.pruned_after is not None else "FINISHED"

@@ -81,19 +81,39 @@ def test_missing_file_and_missing_rdkit_are_errors_before_launch(run_ddpx, tmp_p
     assert "dataset.download=true" in missing.stderr
 
     no_rdkit = {"PYTHONPATH": os.pathsep.join([str(TESTS / "fake_no_rdkit"), str(TESTS / "plugins")])}
-    for key in ("dataset.split=scaffold", "dataset.canonicalize=true"):
+    for key in ("dataset.split=scaffold", "dataset.canonicalize=true", "dataset.enumerate=2"):
         result = run_ddpx("recipe", "bbbp_rnn", f"dataset.path={molecules}", key, env=no_rdkit)
         assert result.returncode == 2, result.output
         assert "needs RDKit" in result.stderr and "pip install 'ddpx[chem]'" in result.stderr
 
 
 @pytest.mark.slow
-def test_scaffold_split_and_canonical_smiles_with_rdkit(run_ddpx, molecules):
+def test_scaffold_split_canonical_and_enumerated_smiles_in_length_buckets_score_exactly(run_ddpx, molecules):
+    """Two ranks train on randomised SMILES in length-bucketed batches; the held-out ROC-AUC of the
+    averaged predictions (written SMILES and two randomised ones) is the one computed here."""
     pytest.importorskip("rdkit")
-    result = run_ddpx("recipe", "bbbp_rnn", "--nproc", "1", "--tracking", "none", f"dataset.path={molecules}",
-                      "dataset.split=scaffold", "dataset.canonicalize=true", "train.max_epochs=2", *SMALL)
+    import torch
+
+    from ddpx.plugins.smiles.chem import canonicalizer
+    from ddpx.plugins.smiles.dataset import collate
+    from ddpx.plugins.smiles.enumeration import enumerate_all
+    from ddpx.plugins.smiles.splits import scaffold_split
+
+    result = run_ddpx("recipe", "bbbp_rnn", "--nproc", "2", "--tracking", "none", f"dataset.path={molecules}",
+                      "dataset.split=scaffold", "dataset.canonicalize=true", "dataset.enumerate=3",
+                      "dataset.eval_enumerate=2", "train.sampler=length_bucketed", "train.max_epochs=2", *SMALL)
     assert result.returncode == 0, result.output
-    assert 0.0 <= result.summary()["heldout"]["heldout_roc_auc"] <= 1.0
+    predictor = SmilesPredictor.from_checkpoint(result.run_dirs()[0] / "checkpoints" / "best.pt")
+    table = read_smiles_csv(molecules, "smiles", "p_np", strict=False, canonical=canonicalizer())  # as the run read it
+    _, _, heldout = scaffold_split(table.smiles, 0.1, 0.2)
+    ways = enumerate_all(table.smiles, table.tokens, heldout, 2, seed=0)
+    assert all(len({"".join(w) for w in molecule}) > 1 for molecule in ways if len(molecule[0]) > 4)
+    encode = predictor.vocabulary.encode
+    inputs, _ = collate([([torch.tensor(encode(t)) for t in molecule], torch.tensor(0.0)) for molecule in ways])
+    with torch.no_grad():
+        probabilities = torch.sigmoid(predictor.model(inputs)).tolist()
+    expected = roc_auc_score([table.labels[i] for i in heldout], probabilities)
+    assert result.summary()["heldout"]["heldout_roc_auc"] == pytest.approx(expected, abs=1e-6)
 
 
 @pytest.mark.slow

@@ -131,6 +131,7 @@ def create_study(search: Search, max_epochs: int):
     RUNNING) are marked FAIL and their values queued to run again."""
     import optuna
 
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # ddpx says what the study is and does
     options = search.options
     pruner = build_pruner(options.pruner, max_epochs)
     recipe = search.sweep.trials[0].recipe.name

@@ -27,6 +27,10 @@ def smiles_params(*, smiles_column: str, label_column: str, url: str,
         "url": Param(url, "where dataset.download fetches the file from", schemes=("http", "https")),
         "split": Param("random", "random (stratified) or scaffold (Bemis-Murcko, needs RDKit)", choices=("random", "scaffold")),
         "canonicalize": Param(False, "validate and canonicalise SMILES with RDKit (needs RDKit)"),
+        "enumerate": Param(0, "randomised SMILES kept per training molecule (RDKit); each epoch a molecule is read "
+                           "as one of them or as written; 0: as written only", minimum=0, maximum=64),
+        "eval_enumerate": Param(0, "dev and held-out predictions average the written SMILES and this many "
+                                "randomised ones (RDKit); 0: the written SMILES only", minimum=0, maximum=64),
         "heldout_fraction": Param(0.1, "fraction of molecules held out", above=0, below=1),
         "dev_fraction": Param(0.2, "fraction of the rest used for model selection", above=0, below=1),
     }

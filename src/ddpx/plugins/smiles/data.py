@@ -10,6 +10,7 @@ from ddpx.plugins.smiles.chem import canonicalizer, require_rdkit
 from ddpx.plugins.smiles.csv_table import SmilesTable, read_smiles_csv
 from ddpx.plugins.smiles.dataset import SmilesDataset, collate
 from ddpx.plugins.smiles.download import ensure_file
+from ddpx.plugins.smiles.enumeration import EnumeratedSmilesDataset, encoded, enumerate_all
 from ddpx.plugins.smiles.splits import random_split, scaffold_split
 from ddpx.plugins.smiles.tokenizer import Vocabulary
 
@@ -38,6 +39,8 @@ def check_smiles_params(params: Mapping[str, Any], default_path: Callable[[], Pa
         require_rdkit("dataset.split=scaffold")
     if params["canonicalize"]:
         require_rdkit("dataset.canonicalize=true")
+    if params["enumerate"] or params["eval_enumerate"]:
+        require_rdkit("dataset.enumerate / dataset.eval_enumerate")
     if path.is_file():  # an empty, binary or mislabelled file is a usage error now, not in every rank
         read_smiles_csv(path, params["smiles_column"], label_columns(params), strict=params["strict"])
 
@@ -63,15 +66,23 @@ def build_smiles_data(request: DataRequest, default_path: Callable[[], Path | No
     if len(table.label_names) > 1:
         log_one_class_labels(table, {"dev": dev, "held-out": heldout}, request.log)
 
-    vocabulary = Vocabulary.build(table.tokens[i] for i in train)  # training molecules only
+    seed = request.seed
+    train_ways = enumerate_all(table.smiles, table.tokens, train, p["enumerate"], seed)
+    vocabulary = Vocabulary.build(tokens for ways in train_ways for tokens in ways)  # training molecules only
 
-    def split(indices) -> SmilesDataset:
-        return SmilesDataset([vocabulary.encode(table.tokens[i]) for i in indices], [table.labels[i] for i in indices])
+    def split(indices, ways, pick) -> SmilesDataset | EnumeratedSmilesDataset:
+        labels = [table.labels[i] for i in indices]
+        if len(ways[0]) == 1:
+            return SmilesDataset([vocabulary.encode(w[0]) for w in ways], labels)
+        return EnumeratedSmilesDataset(encoded(ways, vocabulary.encode), labels, pick)
+
+    def evaluated(indices):
+        return split(indices, enumerate_all(table.smiles, table.tokens, indices, p["eval_enumerate"], seed), "all")
 
     return TaskData(
-        train=split(train),
-        dev=split(dev),
-        heldout=split(heldout),
+        train=split(train, train_ways, "random"),
+        dev=evaluated(dev),
+        heldout=evaluated(heldout),
         info={"vocab": vocabulary.to_list(), "pad_id": 0, "molecules": len(table.labels), "labels": table.label_names},
         collate_fn=collate,
         source=str(path.resolve()),

@@ -20,9 +20,20 @@ class SmilesDataset(Dataset):
     def __getitem__(self, i: int):
         return self.sequences[i], self.labels[i]
 
+    def lengths(self) -> list[int]:
+        """Each molecule's number of tokens (what a length-bucketed sampler sorts by)."""
+        return [len(s) for s in self.sequences]
+
 
 def collate(batch):
-    """``((tokens (B, T) padded with 0, lengths (B,)), labels (B,))``."""
+    """``((tokens (B, T) padded with 0, lengths (B,)), labels (B,))``; for molecules given as
+    several SMILES each (N of them, :mod:`ddpx.plugins.smiles.enumeration`), ``(tokens (B*N, T),
+    lengths (B*N,), N)`` — molecule after molecule — for the model to average."""
     sequences, labels = zip(*batch)
+    copies = len(sequences[0]) if isinstance(sequences[0], list) else None
+    if copies is not None:
+        sequences = [seq for ways in sequences for seq in ways]
     lengths = torch.tensor([len(s) for s in sequences], dtype=torch.long)
-    return (pad_sequence(list(sequences), batch_first=True, padding_value=0), lengths), torch.stack(labels)
+    tokens = pad_sequence(list(sequences), batch_first=True, padding_value=0)
+    inputs = (tokens, lengths) if copies is None else (tokens, lengths, copies)
+    return inputs, torch.stack(labels)

@@ -1,6 +1,6 @@
 """The ``smiles_rnn`` model: embedding, a (bi)directional LSTM or GRU over packed sequences,
 and a linear head giving one logit per molecule and label (``(B,)`` for one label, ``(B, L)``
-for several)."""
+for several); given several SMILES of each molecule, their mean probability's logit."""
 
 from __future__ import annotations
 
@@ -22,7 +22,14 @@ class SmilesRNN(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(self.directions * d_model, num_labels)
 
-    def forward(self, inputs: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    def forward(self, inputs: tuple) -> torch.Tensor:
+        """``(tokens, lengths)``, or ``(tokens, lengths, N)`` for N SMILES of each molecule in a
+        row: then the logit of the mean of their N probabilities."""
+        if len(inputs) == 3:
+            tokens, lengths, copies = inputs
+            logits = self.forward((tokens, lengths))
+            mean = torch.sigmoid(logits.float()).reshape(-1, copies, *logits.shape[1:]).mean(dim=1)
+            return torch.logit(mean, eps=1e-6).to(logits.dtype)
         tokens, lengths = inputs
         packed = pack_padded_sequence(self.embedding(tokens), lengths.cpu(), batch_first=True, enforce_sorted=False)
         _, hidden = self.rnn(packed)

@@ -162,6 +162,7 @@ def test_every_example_in_the_help_names_real_recipe_keys(run_ddpx):
         if "--search" in rest:  # a search: checked whole, every key at every bound, nothing started
             checked = run_ddpx(*words, "--dry-run")
             assert checked.returncode == 0 and "nothing started" in checked.stdout, (words, checked.stderr)
+            assert checked.run_dirs() == [] and not (checked.cwd / "ddpx-runs").exists(), "a dry run writes nothing"
             continue
         keys = [word.split(",")[0] for word in rest if "=" in word and not word.startswith("-")]
         shown = run_ddpx("show", name, *keys)

@@ -90,9 +90,8 @@ def corners(space: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def default_storage(settings: LaunchSettings) -> str:
-    folder = Path(settings.runs_dir or DEFAULT_ROOT).resolve()
-    folder.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{folder / 'optuna.db'}"
+    """``sqlite:///<run folders' parent>/optuna.db`` (the folder is made when the study is)."""
+    return f"sqlite:///{Path(settings.runs_dir or DEFAULT_ROOT).resolve() / 'optuna.db'}"
 
 
 def plan_search(registry: Registry, recipe_name: str, arguments, settings: LaunchSettings,
@@ -132,6 +131,8 @@ def create_study(search: Search, max_epochs: int):
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # ddpx says what the study is and does
+    if search.storage == default_storage(search.settings):
+        Path(search.storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     options = search.options
     pruner = build_pruner(options.pruner, max_epochs)
     recipe = search.sweep.trials[0].recipe.name

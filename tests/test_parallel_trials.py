@@ -1,6 +1,7 @@
 """``ddpx sweep --parallel 2``: two trials at once, each in its own process on its own share of
 the cores, nested under one parent run and told to one Optuna study; a SIGTERM stops them all."""
 
+import json
 import os
 import re
 import signal
@@ -61,7 +62,8 @@ def test_sigterm_to_a_parallel_sweep_stops_every_trial(tmp_path, tracking_uri, e
     sweep = subprocess.Popen(
         [sys.executable, "-m", "ddpx", "sweep", TINY, "train.lr=0.05,0.1", "train.max_epochs=500", "--parallel", "2",
          "--nproc", "1", "--tracking-uri", tracking_uri, "--experiment", experiment],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))  # as in the background of a script
     started = 0
     for line in sweep.stdout:
         started += "started, CPU core(s)" in line or "started, OMP" in line
@@ -77,4 +79,7 @@ def test_sigterm_to_a_parallel_sweep_stops_every_trial(tmp_path, tracking_uri, e
     assert orphans(marker) == [], "no trial process or rank outlives the sweep"
     parent, runs = trial_runs(tracking_uri, experiment)
     assert parent.info.status == "KILLED"
-    assert sorted(runs) == [1, 2] and all(r.info.status == "KILLED" for r in runs.values())
+    statuses = {number: run.info.status for number, run in runs.items()}
+    assert statuses == {1: "KILLED", 2: "KILLED"}, (statuses, logs())
+    outcomes = [json.loads(p.read_text()) for p in (tmp_path / "ddpx-runs").glob("*/trial-outcome.json")]
+    assert [o["exit_code"] for o in outcomes] == [130, 130], "each trial stopped its ranks itself, none was killed"

@@ -29,10 +29,17 @@ def as_in_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-@pytest.mark.parametrize("launcher, stop", [("spawn", signal.SIGINT), ("torchrun", signal.SIGTERM)],
+def as_in_a_script() -> None:
+    """SIGINT ignored, as for a job started in the background of a script (where a scheduler's
+    SIGTERM comes from): torchrun and the ranks must still hear the SIGINT ddpx stops them with."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("launcher, stop, start_as", [("spawn", signal.SIGINT, as_in_a_terminal),
+                                                      ("torchrun", signal.SIGTERM, as_in_a_script)],
                          ids=["spawn-ctrl-c", "torchrun-sigterm"])
 def test_ctrl_c_or_sigterm_stops_every_rank_and_marks_the_run_killed(tmp_path, tracking_uri, experiment, launcher,
-                                                                    stop):
+                                                                    stop, start_as):
     """Ctrl-C, or a scheduler's SIGTERM to the ddpx process alone: no rank trains on."""
     marker = uuid.uuid4().hex
     env = {**os.environ, "DDPX_TEST_MARKER": marker, "PYTHONPATH": str(TEST_PLUGINS)}
@@ -41,7 +48,7 @@ def test_ctrl_c_or_sigterm_stops_every_rank_and_marks_the_run_killed(tmp_path, t
         [sys.executable, "-m", "ddpx", "recipe", TINY, "--launcher", launcher, "--tracking-uri",
          tracking_uri, "--experiment", experiment, "train.max_epochs=500", "train.patience=0"],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=as_in_a_terminal)
+        preexec_fn=start_as)
     for line in process.stdout:  # under way (of 500 epochs: still running, however late this is read)
         if "epoch 1/500" in line:
             break

@@ -91,7 +91,7 @@ def test_slurm_wait_runs_the_recipe_and_logs_one_run(run_ddpx, tmp_path, trackin
 @pytest.mark.slow
 @needs_cluster
 def test_a_parallel_sweep_submits_its_trials_as_slurm_jobs_at_once(run_ddpx, tracking_uri, experiment):
-    result = run_ddpx("sweep", "mlp_synthetic", "train.lr=0.05,0.1", "train.max_epochs=2", "--parallel", "2",
+    result = run_ddpx("sweep", TINY, "train.lr=0.05,0.1", "train.max_epochs=1", "--parallel", "2",
                       "--launcher", "slurm", "--nproc", "1", "--wait", "--tracking-uri", tracking_uri,
                       "--experiment", experiment)
     assert result.returncode == 0, result.output

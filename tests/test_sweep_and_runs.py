@@ -137,7 +137,7 @@ def test_a_search_stopped_mid_trial_resumes_and_ends_with_its_trials(tmp_path, t
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     args = [sys.executable, "-m", "ddpx", "sweep", TINY, "train.lr=loguniform(0.01,0.3)", "train.max_epochs=2",
             "--search", "optuna", "--trials", "3", "--sampler", "random", "--search-seed", "1", "--pruner", "none",
-            "--study-storage", storage, "--tracking-uri", tracking_uri, "--experiment", experiment]
+            "--nproc", "1", "--study-storage", storage, "--tracking-uri", tracking_uri, "--experiment", experiment]
     env = {**os.environ, "DDPX_LOG_MODEL": "false", "DDPX_SYSTEM_METRICS": "false"}
     first = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     trial_one_done = False

@@ -28,6 +28,7 @@ from ddpx.launch.run import prepare_job
 from ddpx.launch.signals import signals_reach_the_ranks
 from ddpx.launch.trial_process import CPUS_VARIABLE, OUTCOME_FILE
 from ddpx.plugin_host.registry import Registry
+from ddpx.records.tracking import close_tracking_run
 
 STOP_GRACE_S = 30.0
 
@@ -152,15 +153,25 @@ def run_side_by_side(registry: Registry, source: TrialSource, slots: list[Slot],
             stop_all(running)
             for item in running:
                 collect(item)
+                mark_killed(registry, item)
             raise JobFailed(f"interrupted; every trial was stopped ({', '.join(str(r.trial.number) for r in running)} "
                             "were running; each run is marked KILLED).", 130) from None
 
 
+def mark_killed(registry: Registry, running: Running) -> None:
+    """Close a stopped trial's run as KILLED from here, once its process is gone: the trial marks
+    it itself, but a process stopped before its ranks opened the run, or whose own write lost a
+    race with the others' for the tracking store, leaves it open."""
+    close_tracking_run(registry, running.trial.job, "KILLED", "interrupted (Ctrl-C or SIGTERM); the sweep stopped "
+                                                            "every trial")
+
+
 def stop_all(running: list[Running]) -> None:
-    """SIGINT to every trial's process (each stops its ranks and marks its run KILLED), then wait."""
+    """SIGTERM to every trial's process (each stops its ranks and marks its run KILLED), then wait.
+    Not SIGINT: a sweep started in the background of a script passes on SIGINT ignored."""
     for item in running:
         if item.process.poll() is None:
-            item.process.send_signal(signal.SIGINT)
+            item.process.send_signal(signal.SIGTERM)
     deadline = time.monotonic() + STOP_GRACE_S
     for item in running:
         try:

@@ -42,6 +42,9 @@ def run_rank(job_file: str) -> None:
     job = Job.load(job_file)
     rank = int(os.environ.get("RANK", "0"))
     signal.signal(signal.SIGTERM, raise_terminated)  # a launcher stopping the ranks: a clean, recorded stop
+    # the launchers stop ranks with SIGINT: heard even where it was inherited ignored (a job started in the
+    # background of a script)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGUSR1, note_early_request)  # a stop request before training: honoured when it starts
     sys.unraisablehook = quiet_stops
     if rank != 0:

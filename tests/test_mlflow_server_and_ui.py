@@ -49,7 +49,7 @@ def tracked(server, tmp_path_factory):
 
     # the run and the sweep at once, as two users of one server would
     started = (ddpx("recipe", TINY, "train.max_epochs=1", "train.lr=0.2", "train.log_every_n_steps=5"),
-               ddpx("sweep", TINY, "train.lr=0.05,0.1", "train.max_epochs=1", "--no-log-model"))
+               ddpx("sweep", TINY, "train.lr=0.05,0.1", "train.max_epochs=1", "--no-log-model", "--nproc", "1"))
     outputs = [p.communicate(timeout=300) for p in started]
     single, sweep = (subprocess.CompletedProcess(p.args, p.returncode, *out) for p, out in zip(started, outputs))
     assert single.returncode == 0, single.stdout + single.stderr

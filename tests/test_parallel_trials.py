@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -72,6 +73,7 @@ def test_sigterm_to_a_parallel_sweep_stops_every_trial(tmp_path, tracking_uri, e
     logs = lambda: [p.read_text() for p in (tmp_path / "ddpx-runs").glob("*/trial.log")]  # noqa: E731
     while sum("epoch 1/500" in text for text in logs()) < 2:  # both trials train
         assert sweep.poll() is None, sweep.stderr.read()
+        time.sleep(0.1)
     sweep.send_signal(signal.SIGTERM)
     _, stderr = sweep.communicate(timeout=120)
     assert sweep.returncode == 130, stderr

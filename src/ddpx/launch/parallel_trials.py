@@ -160,8 +160,8 @@ def run_side_by_side(registry: Registry, source: TrialSource, slots: list[Slot],
 
 def mark_killed(registry: Registry, running: Running) -> None:
     """Close a stopped trial's run as KILLED from here, once its process is gone: the trial marks
-    it itself, but a process stopped before its ranks opened the run, or whose own write lost a
-    race with the others' for the tracking store, leaves it open."""
+    it itself, but not when it was stopped before its ranks opened the run or killed after the
+    grace period."""
     close_tracking_run(registry, running.trial.job, "KILLED", "interrupted (Ctrl-C or SIGTERM); the sweep stopped "
                                                             "every trial")
 

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from conftest import run_in_terminal
 
 HEAVY = ("torch", "mlflow", "sklearn")
 
@@ -76,6 +77,17 @@ def test_recipes_table_and_json(run_ddpx):
                          "tox21_rnn", "sider_rnn", "hiv_rnn", "bbbp_rnn_enum"}
     assert {"task": "mlp_synthetic", "model": "mlp", "metric": "heldout_accuracy"}.items() <= rows["mlp_synthetic"].items()
     assert {"task": "bbbp", "model": "smiles_rnn", "metric": "heldout_roc_auc"}.items() <= rows["bbbp_rnn"].items()
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120])
+def test_recipes_table_fits_the_terminal_with_whole_words(tmp_path, columns):
+    text = run_in_terminal(["recipes"], tmp_path, columns=columns)
+    lines = text.splitlines()
+    assert all(len(line.rstrip()) <= columns for line in lines), text
+    header = next(line for line in lines if "name" in line and "description" in line)
+    assert ("task" in header and "model" in header) == (columns >= 110), header  # narrow: the description's room
+    assert "bbbp_rnn_enum" in text and "heldout_roc_auc" in text
+    assert "descripti" not in text.replace("description", ""), "no word is cut"
 
 
 def test_show_prints_the_resolved_recipe(run_ddpx):

@@ -9,6 +9,8 @@ import click
 from ddpx.cli.app import cli, console, registry_with_warnings
 from ddpx.contract.errors import UserError
 
+WIDE_TABLE = 110  # columns from which `ddpx recipes` shows every column
+
 
 @cli.command("recipes")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
@@ -24,13 +26,16 @@ def recipes_command(as_json: bool) -> None:
         return
     from rich.table import Table
 
+    out = console()
+    # a narrow terminal keeps the description readable: task and model are in `ddpx show` and --json
+    columns = ("name", "task", "model", "metric") if out.width >= WIDE_TABLE else ("name", "metric")
     table = Table(title="ddpx recipes", title_justify="left")
-    for column in ("name", "task", "model", "metric"):
+    for column in columns:
         table.add_column(column, no_wrap=True)
     table.add_column("description", overflow="fold")
     for row in rows:
-        table.add_row(row.name, row.task, row.model, row.metric, row.description)
-    console().print(table)
+        table.add_row(*(getattr(row, column) for column in columns), row.description)
+    out.print(table)
     click.echo("Run one with `ddpx recipe NAME`; see its keys with `ddpx show NAME`.")
 
 

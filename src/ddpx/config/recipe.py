@@ -82,8 +82,21 @@ def resolve_recipe(registry: "Registry", name_or_path: str, overrides: Iterable[
 
     _check_components(registry, values, schema)
     check_path_name(values["name"], "name")
-    return Recipe(name=values["name"], source=str(path), config=unflatten(values), task=task, model=model,
-                  requested=name_or_path)
+    config = unflatten(values)
+    check_model_inputs(registry, task, model)
+    return Recipe(name=values["name"], source=str(path), config=config, task=task.for_params(config["dataset"]),
+                  model=model, requested=name_or_path)
+
+
+def check_model_inputs(registry: "Registry", task: TaskSpec, model: ModelSpec) -> None:
+    """The task can hand the model the input it needs (``ModelSpec.inputs`` among ``TaskSpec.inputs``)."""
+    if not model.inputs or model.inputs in task.inputs:
+        return
+    fitting = sorted(m.name for m in registry.all("models").values() if m.inputs and m.inputs in task.inputs)
+    offered = f"it gives {', '.join(task.inputs)}" if task.inputs else "it names no input forms"
+    raise UserError(f"model '{model.name}' needs input '{model.inputs}', which task '{task.name}' cannot give "
+                    f"({offered}). Choose a model the task can feed with model.name=..., such as "
+                    f"{', '.join(fitting) or 'one its plugin registers'}.")
 
 
 def _check_components(registry: "Registry", values: Mapping[str, Any], schema: Mapping[str, Param]) -> None:

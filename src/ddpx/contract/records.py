@@ -50,7 +50,8 @@ class DataRequest:
     from it are identical on every rank. ``barrier`` waits for every rank; with
     ``is_local_main`` it lets one process per machine download while the others wait.
     ``log`` tells the user something once (it prints on rank 0 only). ``device`` is where this
-    rank trains, for data kept on the device.
+    rank trains, for data kept on the device. ``inputs`` is the form of input the run's model
+    needs, one of :attr:`TaskSpec.inputs` (empty when the task names none).
     """
 
     params: Mapping[str, Any]
@@ -61,6 +62,7 @@ class DataRequest:
     barrier: Callable[[], None]
     log: Callable[[str], None] = print
     device: "torch.device | None" = None
+    inputs: str = ""
 
     @property
     def is_local_main(self) -> bool:

@@ -6,7 +6,7 @@ plugins can describe their components cheaply and build the heavy parts only whe
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
@@ -52,6 +52,17 @@ class TaskSpec:
     that number: ddpx then refuses a ``train.batch_size`` larger than each rank's share, a batch
     that could never fill. ``predictor`` (a :class:`TablePredictor`) lets the trained model
     answer tables: ``ddpx predict``, and the best model logged as an MLflow model.
+
+    ``inputs`` names the forms of input the task can hand out, its default first (the SMILES
+    tasks: ``("smiles_tokens", "molecule_graph")``). A model that needs one of them says so in
+    :attr:`ModelSpec.inputs`; ``build_data`` then receives that name as
+    :attr:`DataRequest.inputs` and builds its splits in that form. A recipe pairing a model with
+    a task that cannot give it its input is refused before anything starts.
+
+    ``judged_by(params)``, for a task whose kind depends on its ``dataset.*`` keys (a user's own
+    file, classification or regression), returns the ``(loss, metric)`` those keys give; ddpx
+    uses them instead of ``loss`` and ``metric`` (see :meth:`for_params`). Losses: also ``"mse"``
+    (numeric targets ``(N,)`` or ``(N, T)``, NaN cells left out).
     """
 
     name: str
@@ -63,6 +74,19 @@ class TaskSpec:
     check: Callable[[Mapping[str, Any]], None] | None = None
     predictor: TablePredictor | None = None
     train_samples: Callable[[Mapping[str, Any]], int | None] | None = None
+    inputs: tuple[str, ...] = ()
+    judged_by: Callable[[Mapping[str, Any]], tuple[str, str]] | None = None
+
+    def for_params(self, params: Mapping[str, Any]) -> "TaskSpec":
+        """This task with the loss and metric its ``dataset.*`` keys give (itself when fixed)."""
+        if self.judged_by is None:
+            return self
+        loss, metric = self.judged_by(params)
+        return replace(self, loss=loss, metric=metric)
+
+    def input_for(self, model: "ModelSpec") -> str:
+        """The input form a run of ``model`` on this task gets ("" when the task names none)."""
+        return model.inputs or (self.inputs[0] if self.inputs else "")
 
 
 @dataclass(frozen=True)
@@ -70,12 +94,15 @@ class ModelSpec:
     """A model family: ``build(params, info)`` returns a ``torch.nn.Module``.
 
     ``params`` are the resolved ``model.*`` keys; ``info`` is :attr:`TaskData.info`.
+    ``inputs`` names the form of input the model needs (``"molecule_graph"``, say), one of those
+    a task lists in :attr:`TaskSpec.inputs`; empty: the task's default form.
     """
 
     name: str
     description: str
     build: Callable[[Mapping[str, Any], Mapping[str, Any]], "torch.nn.Module"]
     params: Mapping[str, Param] = field(default_factory=dict)
+    inputs: str = ""
 
 
 @dataclass(frozen=True)

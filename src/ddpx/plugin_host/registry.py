@@ -7,7 +7,7 @@ error naming both, and a hook that raises is an error naming its plugin.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from ddpx.config.recipe_files import recipe_name_of
 from ddpx.contract.errors import PluginError, UserError, did_you_mean
@@ -82,6 +82,11 @@ class Registry:
             f"unknown {KINDS[kind]} '{name}'{where}.{did_you_mean(name, components)} "
             f"Available: {available}. `ddpx plugins` shows which plugin provides each."
         )
+
+    def task_of(self, config: Mapping[str, Any]) -> Any:
+        """The task a resolved recipe's ``config`` names, judged by the loss and metric its
+        ``dataset.*`` keys give (:meth:`TaskSpec.for_params`)."""
+        return self.get("tasks", config["task"]).for_params(config["dataset"])
 
 
 def _component_name(component: Any) -> str:

@@ -79,7 +79,8 @@ def build_task_data(job: Job, parts: Components, env: RankEnv, device: torch.dev
     """The task's splits, identical on every rank; every rank needs a training sample."""
     request = DataRequest(params=job.config["dataset"], seed=job.config["train"]["seed"], rank=env.rank,
                           world_size=env.world_size, local_rank=env.local_rank, barrier=barrier,
-                          log=lambda text: console.print(f"data: {text}"), device=device)
+                          log=lambda text: console.print(f"data: {text}"), device=device,
+                          inputs=parts.task.input_for(parts.model))
     data = parts.task.build_data(request)
     if len(data.train) < env.world_size:
         raise UserError(

@@ -38,7 +38,7 @@ class Components:
     @classmethod
     def of(cls, job: Job, registry: Registry) -> "Components":
         train = job.config["train"]
-        task = registry.get("tasks", job.config["task"])
+        task = registry.task_of(job.config)
         return cls(task=task, model=registry.get("models", job.config["model"]["name"]),
                    metric=registry.get("metrics", task.metric), sampler=registry.get("samplers", train["sampler"]),
                    wrapper=registry.get("wrappers", train["wrapper"]))

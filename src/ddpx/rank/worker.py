@@ -116,7 +116,7 @@ def _fit_and_record(job, registry, env, device, console, tracker, resume) -> Non
 def _import_metric_modules(job: Job, registry) -> None:
     """Rank 0 computes the dev metric after every epoch: it imports what the metric needs now,
     not between the first and second epochs while the other ranks wait for it."""
-    metric = registry.get("metrics", registry.get("tasks", job.config["task"]).metric)
+    metric = registry.get("metrics", registry.task_of(job.config).metric)
     for module in metric.imports:
         importlib.import_module(module)
 

@@ -92,7 +92,7 @@ def record_result(tracker: GuardedTracker, job: Job, registry: "Registry", summa
     tracker.log_metrics({**summary.heldout, **summary.by_label, "best_epoch": float(summary.best_epoch),
                          "heldout_samples": float(summary.heldout_samples)})
     tracker.note(result_note(summary))
-    if job.launch.log_model and registry.get("tasks", job.config["task"]).predictor is not None:
+    if job.launch.log_model and registry.task_of(job.config).predictor is not None:
         tracker.log_model(job.run_dir.path / "model", register=job.launch.register)
     if summary.pruned_after is not None:  # a search's trial: its curve and held-out result kept, marked stopped
         tracker.set_tags({"ddpx.trial_state": "PRUNED", "ddpx.pruned_after_epoch": str(summary.pruned_after)})
@@ -120,7 +120,7 @@ def start_job_run(registry: "Registry", job: Job, device_type: str, warn: Callab
     spec = registry.get("trackers", job.launch.tracking)
     tracker = GuardedTracker(spec.create(job), warn=warn)
     versions = {i.distribution: i.version for i in registry.pm.info.values() if i.distribution and i.version}
-    metric = registry.get("metrics", registry.get("tasks", job.config["task"]).metric)
+    metric = registry.get("metrics", registry.task_of(job.config).metric)
     tracker.start(run_name=job.run_dir.path.name, params=run_params(job, device=device_type, world_size=world_size),
                   tags=run_tags(job, versions, metric), resume_run_id=resume_run_id)
     if tracker.run_id:

@@ -85,7 +85,7 @@ def _recipe_runs(registry: Registry, plugin: str, owned: dict[str, list[str]], n
         except Exception as exc:  # report every kind of failure, keep checking the rest
             checks.append(Check(label, False, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
             continue
-        key = f"heldout_{registry.get('tasks', task_of[recipe]).metric}"
+        key = f"heldout_{result.summary.metric}"
         passed = key in result.heldout and result.summary.heldout_samples > 0
         checks.append(Check(label, passed, f"{key} = {result.heldout.get(key, float('nan')):.4f} over "
                                            f"{result.summary.heldout_samples} held-out samples"))

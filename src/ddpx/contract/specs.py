@@ -95,7 +95,9 @@ class ModelSpec:
 
     ``params`` are the resolved ``model.*`` keys; ``info`` is :attr:`TaskData.info`.
     ``inputs`` names the form of input the model needs (``"molecule_graph"``, say), one of those
-    a task lists in :attr:`TaskSpec.inputs`; empty: the task's default form.
+    a task lists in :attr:`TaskSpec.inputs`; empty: the task's default form. ``check(params)``
+    runs in the launching process before any rank starts and raises
+    :class:`~ddpx.contract.errors.UserError` for what cannot work (a missing optional dependency).
     """
 
     name: str
@@ -103,6 +105,7 @@ class ModelSpec:
     build: Callable[[Mapping[str, Any], Mapping[str, Any]], "torch.nn.Module"]
     params: Mapping[str, Param] = field(default_factory=dict)
     inputs: str = ""
+    check: Callable[[Mapping[str, Any]], None] | None = None
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,8 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
     if wrapper.check is not None:
         wrapper.check(job)
     check_schedule(registry, recipe.train)
+    if recipe.model.check is not None:
+        recipe.model.check({k: v for k, v in recipe.config["model"].items() if k != "name"})
     if recipe.task.check is not None:
         call_task_check(recipe.task.check, recipe.config["dataset"], job.world_size)
     if recipe.task.train_samples is not None:

@@ -68,3 +68,27 @@ def write_multilabel_csv(path: Path, n: int = 300, seed: int = 0, *, labels: lis
         data = gzip.compress(data)
     path.write_bytes(data)
     return path
+
+
+TARGETS = ["log S", "melting, point"]  # a space, and a comma (quoted)
+
+
+def target_values(smiles: str) -> tuple[float, float]:
+    """Two measurements a small model learns: one from the carbon count, one from oxygen and
+    nitrogen; far from zero and of different spreads, so standardisation matters."""
+    carbons = smiles.count("C") + smiles.count("c")
+    return -2.0 - 0.4 * carbons, 150.0 + 20.0 * smiles.count("O") - 15.0 * smiles.count("N")
+
+
+def write_regression_csv(path: Path, n: int = 240, seed: int = 0, *, targets: list[str] = TARGETS) -> Path:
+    """``smiles`` then numeric target columns (``TARGETS``), about one cell in six empty (a
+    missing measurement), never both of a row."""
+    rng = random.Random(seed)
+    lines = ["smiles," + ",".join(f'"{name}"' for name in targets)]
+    for i in range(n):
+        smiles = molecule(rng, i % 2 == 0)
+        values = target_values(smiles)[: len(targets)]
+        cells = [f"{v:.3f}" if (i + j) % 6 or len(targets) == 1 else "" for j, v in enumerate(values)]
+        lines.append(f"{smiles},{','.join(cells)}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

@@ -73,8 +73,10 @@ def test_recipes_table_and_json(run_ddpx):
     for column in ("name", "task", "model", "metric", "description", "mlp_synthetic", "heldout_accuracy"):
         assert column in table.stdout
     rows = {row["name"]: row for row in json.loads(run_ddpx("recipes", "--json").stdout)}
-    assert set(rows) == {"mlp_synthetic", "bbbp_rnn", "mnist_convnet", "cifar10_resnet18", "bace_rnn", "clintox_rnn",
-                         "tox21_rnn", "sider_rnn", "hiv_rnn", "bbbp_rnn_enum"}
+    assert set(rows) >= {"mlp_synthetic", "bbbp_rnn", "mnist_convnet", "cifar10_resnet18", "bace_rnn", "clintox_rnn",
+                         "tox21_rnn", "sider_rnn", "hiv_rnn", "bbbp_rnn_enum", "esol_rnn", "lipophilicity_rnn",
+                         "freesolv_rnn", "smiles_csv_rnn"}
+    assert {"task": "esol", "model": "smiles_rnn", "metric": "heldout_rmse"}.items() <= rows["esol_rnn"].items()
     assert {"task": "mlp_synthetic", "model": "mlp", "metric": "heldout_accuracy"}.items() <= rows["mlp_synthetic"].items()
     assert {"task": "bbbp", "model": "smiles_rnn", "metric": "heldout_roc_auc"}.items() <= rows["bbbp_rnn"].items()
 

@@ -6,13 +6,15 @@ commas, blank lines. Bad rows — an empty SMILES, a label that is not 0/1, char
 tokenizer cannot represent — are counted and reported with their line numbers, then skipped
 (or, with ``strict``, refused). With several label columns (Tox21, SIDER, ClinTox) an empty or
 ``NaN`` cell is a missing label (``nan`` in the table), as MoleculeNet publishes them; a row
-with no label at all is skipped.
+with no label at all is skipped. A regression file (``regression=True``: ESOL, Lipophilicity,
+FreeSolv, a user's own measurements) has numeric targets instead, read the same way.
 """
 
 from __future__ import annotations
 
 import csv
 import gzip
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,9 +32,11 @@ class SmilesTable:
 
     smiles: list[str] = field(default_factory=list)
     tokens: list[list[str]] = field(default_factory=list)
-    labels: list = field(default_factory=list)  # one 0/1 per row; with several columns a tuple, nan if missing
+    labels: list = field(default_factory=list)  # one value per row; with several columns a tuple, nan if missing
     label_names: list[str] = field(default_factory=list)
     skipped: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    numbers_not_binary: list[int] = field(default_factory=list)  # lines whose 0/1 label is another number
+    regression: bool = False
 
     def skipped_report(self) -> str:
         parts = []
@@ -42,31 +46,37 @@ class SmilesTable:
         return "; ".join(parts)
 
 
-def _label(text: str) -> int | None:
+def _number(text: str) -> float | None:
     try:
         value = float(text)
     except ValueError:
         return None
+    return value if math.isfinite(value) else None
+
+
+def _label(text: str) -> int | None:
+    value = _number(text)
     return int(value) if value in (0.0, 1.0) else None
 
 
 MISSING = ("", "nan")
 
 
-def _labels(row: dict, columns: Sequence[str]) -> tuple[object, str | None]:
+def _labels(row: dict, columns: Sequence[str], regression: bool) -> tuple[object, str | None]:
     """The row's label (one column) or labels (several: nan where missing), or why they are bad."""
     texts = [(row.get(column) or "").strip() for column in columns]
+    read, kind = (_number, "a target that is not a number") if regression else (_label, "a label that is not 0/1")
     if len(columns) == 1:
-        label = _label(texts[0])
-        return label, None if label is not None else f"a label that is not 0/1 in '{columns[0]}'"
+        label = read(texts[0])
+        return label, None if label is not None else f"{kind} in '{columns[0]}'"
     values = []
     for column, text in zip(columns, texts):
-        label = float("nan") if text.lower() in MISSING else _label(text)
+        label = float("nan") if text.lower() in MISSING else read(text)
         if label is None:
-            return None, f"a label that is not 0/1 or empty in '{column}'"
+            return None, f"{kind} or empty in '{column}'"
         values.append(float(label))
     if all(value != value for value in values):
-        return None, "no label in any label column"
+        return None, f"no {'target' if regression else 'label'} in any {'target' if regression else 'label'} column"
     return tuple(values), None
 
 
@@ -107,14 +117,15 @@ def _check_header(path: Path, header: Sequence[str] | None, smiles_column: str, 
 
 
 def read_smiles_csv(path: Path, smiles_column: str, label_columns: str | Sequence[str], *, strict: bool,
-                    canonical: Callable[[str], str | None] | None = None) -> SmilesTable:
-    """Read ``path``; ``canonical`` (RDKit) maps a SMILES to its canonical form or ``None``."""
+                    canonical: Callable[[str], str | None] | None = None, regression: bool = False) -> SmilesTable:
+    """Read ``path``; ``canonical`` (RDKit) maps a SMILES to its canonical form or ``None``;
+    ``regression``: the label columns hold numbers (targets), not 0/1."""
     label_columns = [label_columns] if isinstance(label_columns, str) else list(label_columns)
     try:
         handle = _open(path)
     except IsADirectoryError:
         raise UserError(f"dataset file '{path}' is a folder; set dataset.path to the CSV file.") from None
-    table = SmilesTable(label_names=list(label_columns))
+    table = SmilesTable(label_names=list(label_columns), regression=regression)
     try:
         with handle:
             reader = csv.DictReader(handle)
@@ -124,7 +135,9 @@ def read_smiles_csv(path: Path, smiles_column: str, label_columns: str | Sequenc
                 smiles = (row.get(smiles_column) or "").strip()
                 if not any((value or "").strip() for value in row.values() if isinstance(value, str)):
                     continue  # a blank line, or one made of separators only
-                label, problem = _labels(row, label_columns)
+                label, problem = _labels(row, label_columns, regression)
+                if problem and not regression and _other_numbers(row, label_columns):
+                    table.numbers_not_binary.append(line)
                 reason, tokens = _check(smiles, problem, canonical)
                 if tokens is not None and canonical is not None:
                     smiles = "".join(tokens)
@@ -145,8 +158,19 @@ def read_smiles_csv(path: Path, smiles_column: str, label_columns: str | Sequenc
     return table
 
 
+def _other_numbers(row: dict, columns: Sequence[str]) -> bool:
+    """A label cell holds a number other than 0 and 1 (a measurement, in a regression file)."""
+    return any(_number((row.get(c) or "").strip()) not in (None, 0.0, 1.0) for c in columns)
+
+
 def check_label_columns(path: Path, table: SmilesTable) -> None:
-    """One label column needs both classes; of several, none may be empty throughout."""
+    """One label column needs both classes; of several, none may be empty throughout. A
+    regression target needs at least two different values."""
+    if table.regression:
+        check_target_columns(path, table)
+        return
+    if len(table.numbers_not_binary) > len(table.labels):  # mostly measurements: a regression file
+        raise UserError(measurements_not_classes(path, table.numbers_not_binary))
     if len(table.label_names) == 1:
         classes = set(table.labels)
         if len(classes) < 2:
@@ -160,3 +184,21 @@ def check_label_columns(path: Path, table: SmilesTable) -> None:
         if all(row[j] != row[j] for row in table.labels):
             raise UserError(f"label column '{name}' of '{path}' holds no label (every cell is empty or NaN); "
                             "remove it from dataset.label_columns.")
+
+
+def measurements_not_classes(path: Path | str, lines: Sequence[int]) -> str:
+    shown = ", ".join(map(str, lines[:SHOWN_ROWS])) + (", ..." if len(lines) > SHOWN_ROWS else "")
+    return (f"dataset file '{path}' holds numbers other than 0 and 1 in its label column(s) (line {shown}): "
+            "measurements, not classes. Train on them as a regression (task smiles_csv with "
+            "dataset.task_type=regression), or give 0/1 label columns.")
+
+
+def check_target_columns(path: Path, table: SmilesTable) -> None:
+    if not table.labels:
+        raise UserError(f"dataset file '{path}' has no usable rows. Check dataset.smiles_column and the target columns.")
+    rows = [row if isinstance(row, tuple) else (row,) for row in table.labels]
+    for j, name in enumerate(table.label_names):
+        values = {row[j] for row in rows if row[j] == row[j]}
+        if len(values) < 2:
+            raise UserError(f"target column '{name}' of '{path}' holds {len(values)} distinct value(s); a regression "
+                            "target needs several. Check the column, or remove it from the target columns.")

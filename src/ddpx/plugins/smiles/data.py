@@ -11,6 +11,7 @@ from ddpx.plugins.smiles.csv_table import SmilesTable, read_smiles_csv
 from ddpx.plugins.smiles.dataset import SmilesDataset, collate
 from ddpx.plugins.smiles.download import ensure_file
 from ddpx.plugins.smiles.enumeration import EnumeratedSmilesDataset, encoded, enumerate_all
+from ddpx.plugins.smiles.scaling import SCALER_KEY, fit_scaler, standardised
 from ddpx.plugins.smiles.splits import random_split, scaffold_split
 from ddpx.plugins.smiles.tokenizer import Vocabulary
 
@@ -27,9 +28,10 @@ def dataset_path(params: Mapping[str, Any], default_path: Callable[[], Path | No
     return path
 
 
-def check_smiles_params(params: Mapping[str, Any], default_path: Callable[[], Path | None], missing_hint: str) -> None:
+def check_smiles_params(params: Mapping[str, Any], default_path: Callable[[], Path | None], missing_hint: str,
+                        regression: bool = False) -> SmilesTable | None:
     """Before launch: the file exists (or will be downloaded), reads as a CSV with the needed
-    columns and both labels, and RDKit is there when needed."""
+    columns and both labels (or targets), and RDKit is there when needed; the table read, if any."""
     path = dataset_path(params, default_path)
     if params["download"] and not params["url"]:
         raise UserError("dataset.download=true needs dataset.url=URL to download from.")
@@ -41,52 +43,89 @@ def check_smiles_params(params: Mapping[str, Any], default_path: Callable[[], Pa
         require_rdkit("dataset.canonicalize=true")
     if params["enumerate"] or params["eval_enumerate"]:
         require_rdkit("dataset.enumerate / dataset.eval_enumerate")
-    if path.is_file():  # an empty, binary or mislabelled file is a usage error now, not in every rank
-        read_smiles_csv(path, params["smiles_column"], label_columns(params), strict=params["strict"])
+    if not path.is_file():
+        return None
+    # an empty, binary or mislabelled file is a usage error now, not in every rank
+    return read_smiles_csv(path, params["smiles_column"], label_columns(params), strict=params["strict"],
+                           regression=regression)
 
 
-def build_smiles_data(request: DataRequest, default_path: Callable[[], Path | None], missing_hint: str) -> TaskData:
+def build_smiles_data(request: DataRequest, default_path: Callable[[], Path | None], missing_hint: str,
+                      regression: bool = False) -> TaskData:
+    """The three splits in the form the run's model asked for (``request.inputs``): token
+    sequences (the default) or molecular graphs. The split is the same for both."""
     p = request.params
     path = dataset_path(p, default_path)
     ensure_file(path, p["url"], download=p["download"], is_local_main=request.is_local_main, barrier=request.barrier,
                 missing_hint=missing_hint.format(path=path, url=p["url"]))
+    table = read_table(path, p, regression, request.log)
+    splits = split_table(table, p, request.seed, request.log)
+    info: dict[str, Any] = {"molecules": len(table.labels), "labels": table.label_names,
+                            "task_type": "regression" if regression else "classification"}
+    labels = split_labels(table, splits, info)
+    source = str(path.resolve())
+    if request.inputs == "molecule_graph":
+        from ddpx.plugins.smiles.graphs import graph_task_data
 
+        return graph_task_data(table.smiles, splits, labels, info, source, request.log)
+    return token_task_data(table, splits, labels, info, p, request.seed, source)
+
+
+def read_table(path: Path, p: Mapping[str, Any], regression: bool, log: Callable[[str], None]) -> SmilesTable:
     canonical = canonicalizer() if p["canonicalize"] else None
-    table = read_smiles_csv(path, p["smiles_column"], label_columns(p), strict=p["strict"], canonical=canonical)
+    table = read_smiles_csv(path, p["smiles_column"], label_columns(p), strict=p["strict"], canonical=canonical,
+                            regression=regression)
     if table.skipped:
         count = sum(len(lines) for lines in table.skipped.values())
-        request.log(f"skipped {count} bad row(s) of {path}: {table.skipped_report()}. "
-                    "Set dataset.strict=true to refuse such files instead.")
+        log(f"skipped {count} bad row(s) of {path}: {table.skipped_report()}. "
+            "Set dataset.strict=true to refuse such files instead.")
+    return table
 
+
+def split_table(table: SmilesTable, p: Mapping[str, Any], seed: int,
+                log: Callable[[str], None]) -> dict[str, Sequence[int]]:
+    """Train, dev and held-out row indices: scaffold sets, or random (stratified for one class label)."""
     if p["split"] == "scaffold":
         train, dev, heldout = scaffold_split(table.smiles, p["heldout_fraction"], p["dev_fraction"])
     else:
-        train, dev, heldout = random_split(table.labels, request.seed, p["heldout_fraction"], p["dev_fraction"],
-                                           stratify=len(table.label_names) == 1)
-    if len(table.label_names) > 1:
-        log_one_class_labels(table, {"dev": dev, "held-out": heldout}, request.log)
+        stratify = len(table.label_names) == 1 and not table.regression
+        train, dev, heldout = random_split(table.labels, seed, p["heldout_fraction"], p["dev_fraction"],
+                                           stratify=stratify)
+    splits = {"train": train, "dev": dev, "heldout": heldout}
+    if len(table.label_names) > 1 and not table.regression:
+        log_one_class_labels(table, {"dev": dev, "held-out": heldout}, log)
+    return splits
 
-    seed = request.seed
-    train_ways = enumerate_all(table.smiles, table.tokens, train, p["enumerate"], seed)
+
+def split_labels(table: SmilesTable, splits: Mapping[str, Sequence[int]], info: dict[str, Any]) -> dict[str, list]:
+    """Each split's labels; a regression task's training targets standardised on the training
+    split (the scaler goes into ``info``, so the model answers in the file's units)."""
+    labels = {name: [table.labels[i] for i in indices] for name, indices in splits.items()}
+    if table.regression:
+        rows = [row if isinstance(row, tuple) else (row,) for row in labels["train"]]
+        info[SCALER_KEY] = fit_scaler(rows)
+        scaled = standardised(rows, info[SCALER_KEY])
+        labels["train"] = scaled if len(table.label_names) > 1 else [row[0] for row in scaled]
+    return labels
+
+
+def token_task_data(table: SmilesTable, splits: Mapping[str, Sequence[int]], labels: Mapping[str, list],
+                    info: dict[str, Any], p: Mapping[str, Any], seed: int, source: str) -> TaskData:
+    """Token sequences; a vocabulary of the training molecules' tokens; SMILES enumeration."""
+    train_ways = enumerate_all(table.smiles, table.tokens, splits["train"], p["enumerate"], seed)
     vocabulary = Vocabulary.build(tokens for ways in train_ways for tokens in ways)  # training molecules only
 
-    def split(indices, ways, pick) -> SmilesDataset | EnumeratedSmilesDataset:
-        labels = [table.labels[i] for i in indices]
+    def dataset(name, ways, pick) -> SmilesDataset | EnumeratedSmilesDataset:
         if len(ways[0]) == 1:
-            return SmilesDataset([vocabulary.encode(w[0]) for w in ways], labels)
-        return EnumeratedSmilesDataset(encoded(ways, vocabulary.encode), labels, pick)
+            return SmilesDataset([vocabulary.encode(w[0]) for w in ways], labels[name])
+        return EnumeratedSmilesDataset(encoded(ways, vocabulary.encode), labels[name], pick)
 
-    def evaluated(indices):
-        return split(indices, enumerate_all(table.smiles, table.tokens, indices, p["eval_enumerate"], seed), "all")
+    def evaluated(name):
+        return dataset(name, enumerate_all(table.smiles, table.tokens, splits[name], p["eval_enumerate"], seed), "all")
 
-    return TaskData(
-        train=split(train, train_ways, "random"),
-        dev=evaluated(dev),
-        heldout=evaluated(heldout),
-        info={"vocab": vocabulary.to_list(), "pad_id": 0, "molecules": len(table.labels), "labels": table.label_names},
-        collate_fn=collate,
-        source=str(path.resolve()),
-    )
+    return TaskData(train=dataset("train", train_ways, "random"), dev=evaluated("dev"), heldout=evaluated("heldout"),
+                    info={**info, "inputs": "smiles_tokens", "vocab": vocabulary.to_list(), "pad_id": 0},
+                    collate_fn=collate, source=source)
 
 
 def log_one_class_labels(table: SmilesTable, splits: Mapping[str, Sequence[int]], log: Callable[[str], None]) -> None:

@@ -1,6 +1,8 @@
 """The ``smiles_rnn`` model: embedding, a (bi)directional LSTM or GRU over packed sequences,
-and a linear head giving one logit per molecule and label (``(B,)`` for one label, ``(B, L)``
-for several); given several SMILES of each molecule, their mean probability's logit."""
+and a linear head giving one output per molecule and label (``(B,)`` for one label, ``(B, L)``
+for several): a logit for a classifier, a value in the targets' units for a regression task
+(:mod:`ddpx.plugins.smiles.scaling`). Given several SMILES of each molecule, a classifier answers
+the logit of their mean probability, a regression model their mean value."""
 
 from __future__ import annotations
 
@@ -8,11 +10,19 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
+from ddpx.plugins.smiles.scaling import SCALER_KEY, output_step
+
+
+def build_smiles_rnn(params, info) -> "SmilesRNN":
+    """The model for a task's ``info``: its vocabulary, labels and (regression) target scaler."""
+    return SmilesRNN(len(info["vocab"]), pad_id=info["pad_id"], num_labels=len(info.get("labels") or [None]),
+                     output=output_step(info), averages_values=bool(info.get(SCALER_KEY)), **params)
+
 
 class SmilesRNN(nn.Module):
     def __init__(self, vocab_size: int, *, embedding_dim: int = 128, d_model: int = 128, num_layers: int = 3,
                  bidirectional: bool = True, dropout: float = 0.2, cell: str = "lstm", pad_id: int = 0,
-                 num_labels: int = 1):
+                 num_labels: int = 1, output: nn.Module | None = None, averages_values: bool = False):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=pad_id)
         rnn_class = nn.LSTM if cell == "lstm" else nn.GRU
@@ -21,15 +31,19 @@ class SmilesRNN(nn.Module):
         self.directions = 2 if bidirectional else 1
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(self.directions * d_model, num_labels)
+        self.output = output if output is not None else nn.Identity()
+        self.averages_values = averages_values
 
     def forward(self, inputs: tuple) -> torch.Tensor:
         """``(tokens, lengths)``, or ``(tokens, lengths, N)`` for N SMILES of each molecule in a
         row: then the logit of the mean of their N probabilities."""
         if len(inputs) == 3:
             tokens, lengths, copies = inputs
-            logits = self.forward((tokens, lengths))
-            mean = torch.sigmoid(logits.float()).reshape(-1, copies, *logits.shape[1:]).mean(dim=1)
-            return torch.logit(mean, eps=1e-6).to(logits.dtype)
+            outputs = self.forward((tokens, lengths))
+            if self.averages_values:
+                return outputs.reshape(-1, copies, *outputs.shape[1:]).mean(dim=1)
+            mean = torch.sigmoid(outputs.float()).reshape(-1, copies, *outputs.shape[1:]).mean(dim=1)
+            return torch.logit(mean, eps=1e-6).to(outputs.dtype)
         tokens, lengths = inputs
         packed = pack_padded_sequence(self.embedding(tokens), lengths.cpu(), batch_first=True, enforce_sorted=False)
         _, hidden = self.rnn(packed)
@@ -37,5 +51,5 @@ class SmilesRNN(nn.Module):
             hidden = hidden[0]
         last_layer = hidden[-self.directions:]  # (directions, B, d_model)
         features = torch.cat(list(last_layer), dim=-1)
-        logits = self.head(self.dropout(features))
-        return logits.squeeze(-1) if logits.shape[-1] == 1 else logits
+        outputs = self.head(self.dropout(features))
+        return self.output(outputs.squeeze(-1) if outputs.shape[-1] == 1 else outputs)

@@ -1,8 +1,12 @@
-"""MoleculeNet's classification files as tasks: where each is published, its columns, and where
-ddpx keeps it (``<data folder>/<task>/<file>``; ``dataset.download=true`` fetches it there).
+"""MoleculeNet's files as tasks: where each is published, its columns, and where ddpx keeps it
+(``<data folder>/<task>/<file>``; ``dataset.download=true`` fetches it there).
 
-BBBP has one label; ClinTox, Tox21 and SIDER several (empty cells: missing labels). The column
-names are the published files' own (DeepChem's copies on S3, which MoleculeNet links to).
+Classification: BBBP, BACE and HIV have one label; ClinTox, Tox21 and SIDER several (empty cells:
+missing labels); binary cross-entropy, mean ROC-AUC. Regression: ESOL (log solubility),
+Lipophilicity (logD) and FreeSolv (hydration free energy), one numeric target each; mean squared
+error on standardised targets, RMSE in the file's units. The column names are the published files'
+own (DeepChem's copies on S3, which MoleculeNet links to). Every task hands out token sequences
+(the default) or molecular graphs, whichever the model asks for.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ class MoleculeNetFile:
     file: str
     smiles_column: str
     labels: list[str] = field(default_factory=list)
+    regression: bool = False
 
     @property
     def url(self) -> str:
@@ -58,7 +63,12 @@ FILES = [
     MoleculeNetFile("tox21", "Tox21", "tox21.csv.gz", "smiles", TOX21_LABELS),
     MoleculeNetFile("sider", "SIDER", "sider.csv.gz", "smiles", SIDER_LABELS),
     MoleculeNetFile("hiv", "HIV", "HIV.csv", "smiles", ["HIV_active"]),
+    MoleculeNetFile("esol", "ESOL", "delaney-processed.csv", "smiles", ["measured log solubility in mols per litre"],
+                    regression=True),
+    MoleculeNetFile("lipophilicity", "Lipophilicity", "Lipophilicity.csv", "smiles", ["exp"], regression=True),
+    MoleculeNetFile("freesolv", "FreeSolv", "SAMPL.csv", "smiles", ["expt"], regression=True),
 ]
+INPUTS = ("smiles_tokens", "molecule_graph")  # what a model may ask for (ModelSpec.inputs)
 DESCRIPTIONS = {
     "bbbp": "BBBP: does a molecule cross the blood-brain barrier? (MoleculeNet)",
     "bace": "BACE: does a molecule inhibit human beta-secretase 1? (MoleculeNet)",
@@ -66,29 +76,36 @@ DESCRIPTIONS = {
     "tox21": "Tox21: 12 toxicity assays, labels often missing (MoleculeNet)",
     "sider": "SIDER: 27 side-effect classes of marketed drugs (MoleculeNet)",
     "hiv": "HIV: does a molecule inhibit HIV replication? 41k molecules (MoleculeNet)",
+    "esol": "ESOL: aqueous solubility, log mol/L, regression (MoleculeNet)",
+    "lipophilicity": "Lipophilicity: octanol/water distribution coefficient logD, regression (MoleculeNet)",
+    "freesolv": "FreeSolv: hydration free energy, kcal/mol, regression (MoleculeNet)",
 }
 
 
 def _build(source: MoleculeNetFile, request):
     from ddpx.plugins.smiles.data import build_smiles_data
 
-    return build_smiles_data(request, source.default_path, source.missing_hint())
+    return build_smiles_data(request, source.default_path, source.missing_hint(), regression=source.regression)
 
 
 def _check(source: MoleculeNetFile, params):
     from ddpx.plugins.smiles.data import check_smiles_params
 
-    check_smiles_params(params, source.default_path, source.missing_hint())
+    check_smiles_params(params, source.default_path, source.missing_hint(), regression=source.regression)
 
 
 def moleculenet_tasks(params_for, predictor) -> list[TaskSpec]:
-    """One task per file: binary cross-entropy (masked where a label is missing), mean ROC-AUC."""
+    """One task per file: binary cross-entropy (masked where a label is missing) and mean ROC-AUC,
+    or mean squared error and RMSE for a regression file."""
     tasks = []
     for source in FILES:
         several = len(source.labels) > 1
         params: dict[str, Param] = params_for(smiles_column=source.smiles_column, url=source.url,
                                               label_column="" if several else source.labels[0],
-                                              label_columns=source.labels if several else [])
-        tasks.append(TaskSpec(source.task, DESCRIPTIONS[source.task], partial(_build, source), loss="bce_with_logits",
-                              metric="roc_auc", check=partial(_check, source), predictor=predictor, params=params))
+                                              label_columns=source.labels if several else [],
+                                              regression=source.regression)
+        loss, metric = ("mse", "rmse") if source.regression else ("bce_with_logits", "roc_auc")
+        tasks.append(TaskSpec(source.task, DESCRIPTIONS[source.task], partial(_build, source), loss=loss,
+                              metric=metric, check=partial(_check, source), predictor=predictor, params=params,
+                              inputs=INPUTS))
     return tasks

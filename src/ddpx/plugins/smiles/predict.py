@@ -4,7 +4,9 @@
     predictor.predict_proba(["CCO", "c1ccccc1N"])   # probabilities of label 1
 
 The tasks' :class:`~ddpx.api.TablePredictor` does the same for a table with a ``smiles`` column
-(``ddpx predict``, the logged MLflow model).
+(``ddpx predict``, the logged MLflow model), for token and graph models alike: a ``probability``
+of each label from a classifier, a ``prediction`` in the targets' own units from a regression
+model.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Sequence
 import torch
 
 from ddpx.api import UserError, load_checkpoint, model_state_from
-from ddpx.plugins.smiles import build_model
+from ddpx.plugins.smiles.model import build_smiles_rnn
 from ddpx.plugins.smiles.dataset import collate
 from ddpx.plugins.smiles.tokenizer import Vocabulary, tokenize
 
@@ -32,25 +34,30 @@ class SmilesPredictor:
         if "vocab" not in info:
             raise UserError(f"checkpoint '{path}' holds no SMILES vocabulary; it was not saved by a SMILES task.")
         params = {k: v for k, v in state["recipe"]["model"].items() if k != "name"}
-        model = build_model(params, info)
+        model = build_smiles_rnn(params, info)
         model.load_state_dict(model_state_from(state))
         return cls(model, Vocabulary(info["vocab"]))
 
     @torch.no_grad()
     def predict_proba(self, smiles: Sequence[str], batch_size: int = 256) -> list:
         """The probability of label 1 per molecule (with several labels, a list per molecule)."""
+        return torch.sigmoid(self.outputs(smiles, batch_size)).tolist()
+
+    @torch.no_grad()
+    def outputs(self, smiles: Sequence[str], batch_size: int = 256) -> torch.Tensor:
+        """The model's eval-mode outputs: logits of a classifier, values of a regression model."""
         encoded = []
         for s in smiles:
             tokens = tokenize(s)
             if not s or tokens is None:
                 raise UserError(f"cannot tokenize the SMILES {s!r}.")
             encoded.append(torch.tensor(self.vocabulary.encode(tokens), dtype=torch.long))
-        probabilities: list = []
+        outputs = []
         for start in range(0, len(encoded), batch_size):
             batch = [(seq, torch.tensor(0.0)) for seq in encoded[start : start + batch_size]]
             inputs, _ = collate(batch)
-            probabilities += torch.sigmoid(self.model(inputs)).tolist()
-        return probabilities
+            outputs.append(self.model(inputs))
+        return torch.cat(outputs)
 
 
 SMILES_COLUMN = "smiles"
@@ -58,21 +65,34 @@ EXAMPLE_SMILES = ["CCO", "c1ccccc1N", "CC(=O)Oc1ccccc1C(=O)O"]
 
 
 def predict_table(model: torch.nn.Module, info, table):
-    """A ``probability`` of label 1 for every row's ``smiles`` (``probability_<label>`` for each of
-    several labels)."""
+    """For every row's ``smiles``: a ``probability`` of label 1 (``probability_<label>`` for each of
+    several labels), or for a regression model a ``prediction`` (``prediction_<target>``)."""
     if SMILES_COLUMN not in getattr(table, "columns", ()):
         columns = ", ".join(map(str, getattr(table, "columns", []))) or "none"
         raise UserError(f"this SMILES model predicts from a '{SMILES_COLUMN}' column; the input has {columns}. "
                         "Give a table (a CSV) with one SMILES string per row in a column named 'smiles'.")
     out = table[[SMILES_COLUMN]].copy()
-    probabilities = SmilesPredictor(model, Vocabulary(info["vocab"])).predict_proba(list(table[SMILES_COLUMN]))
+    outputs = model_outputs(model.eval(), info, [str(s) for s in table[SMILES_COLUMN]])
+    regression = info.get("task_type") == "regression"
+    values = (outputs if regression else torch.sigmoid(outputs)).tolist()
+    column = "prediction" if regression else "probability"
     labels = info.get("labels") or []
     if len(labels) > 1:  # one column per label
         for j, name in enumerate(labels):
-            out[f"probability_{name}"] = [row[j] for row in probabilities]
+            out[f"{column}_{name}"] = [row[j] for row in values]
     else:
-        out["probability"] = probabilities
+        out[column] = values
     return out
+
+
+@torch.no_grad()
+def model_outputs(model: torch.nn.Module, info, smiles: list[str]) -> torch.Tensor:
+    """Eval-mode outputs for the input form the model was trained on."""
+    if info.get("inputs") == "molecule_graph":
+        from ddpx.plugins.smiles.graphs import graph_outputs
+
+        return graph_outputs(model, smiles)
+    return SmilesPredictor(model, Vocabulary(info["vocab"])).outputs(smiles)
 
 
 def example_table(info):

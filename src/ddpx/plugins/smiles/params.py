@@ -1,0 +1,38 @@
+"""The ``dataset.*`` keys every SMILES task shares, and the ``smiles_rnn`` model's ``model.*`` keys."""
+
+from __future__ import annotations
+
+from ddpx.api import Param
+
+
+def smiles_params(*, smiles_column: str, label_column: str, url: str, label_columns: list[str] | None = None,
+                  regression: bool = False) -> dict[str, Param]:
+    kind = "numeric target" if regression else "0/1 label"
+    return {
+        "path": Param("", "the CSV file (empty: the task's default location)"),
+        "smiles_column": Param(smiles_column, "column holding the SMILES strings"),
+        "label_column": Param(label_column, f"column holding the {kind}s"),
+        "label_columns": Param(label_columns or [], f"several {kind} columns, one output each (empty or NaN cells "
+                               "are missing, left out of loss and metric); empty: dataset.label_column"),
+        "strict": Param(False, "refuse a file with bad rows instead of skipping them"),
+        "download": Param(False, "download dataset.url when the file is missing (one process per machine)"),
+        "url": Param(url, "where dataset.download fetches the file from", schemes=("http", "https")),
+        "split": Param("random", "random (stratified) or scaffold (Bemis-Murcko, needs RDKit)", choices=("random", "scaffold")),
+        "canonicalize": Param(False, "validate and canonicalise SMILES with RDKit (needs RDKit)"),
+        "enumerate": Param(0, "randomised SMILES kept per training molecule (RDKit); each epoch a molecule is read "
+                           "as one of them or as written; 0: as written only", minimum=0, maximum=64),
+        "eval_enumerate": Param(0, "dev and held-out predictions average the written SMILES and this many "
+                                "randomised ones (RDKit); 0: the written SMILES only", minimum=0, maximum=64),
+        "heldout_fraction": Param(0.1, "fraction of molecules held out", above=0, below=1),
+        "dev_fraction": Param(0.2, "fraction of the rest used for model selection", above=0, below=1),
+    }
+
+
+MODEL_PARAMS = {
+    "embedding_dim": Param(128, "token embedding width", minimum=1),
+    "d_model": Param(128, "recurrent hidden width", minimum=1),
+    "num_layers": Param(3, "recurrent layers", minimum=1),
+    "bidirectional": Param(True, "read the SMILES in both directions"),
+    "dropout": Param(0.2, "dropout between layers and before the head", minimum=0, below=1),
+    "cell": Param("lstm", "recurrent cell", choices=("lstm", "gru")),
+}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ddpx.contract.hookspecs import hook_names
-from ddpx.config.recipe_files import read_recipe_file
+from ddpx.contract.recipe_file import read_recipe_file
 from ddpx.plugin_host.registry import load_registry
 
 

@@ -1,5 +1,6 @@
-"""The layout the project keeps: plugins import only the public API, the core stays in short
-modules and short functions, and the public API imports nothing heavy."""
+"""The layout the project keeps: plugins import only the public API, no module imports itself
+through others, the core stays in short modules and short functions, and the public API imports
+nothing heavy."""
 
 from __future__ import annotations
 
@@ -53,6 +54,108 @@ def test_the_check_catches_an_internal_import(tmp_path):
     plugin = tmp_path / "leaky.py"
     plugin.write_text("from ddpx.api import hookimpl\n\ndef f():\n    from ddpx.rank.checkpoint import unwrap\n")
     assert [module for _, module in imported_modules(plugin)] == ["ddpx.api", "ddpx.rank.checkpoint"]
+
+
+def module_name(path: Path, package: Path) -> str:
+    """``ddpx.records.reports`` for ``<package>/records/reports.py``; a package is its ``__init__.py``."""
+    parts = path.relative_to(package.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_only(node: ast.AST) -> bool:
+    """``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): its body never runs."""
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and ((isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+                                         or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
+
+
+def runtime_imports(path: Path, module: str, modules: set[str]) -> dict[str, int]:
+    """The modules of ``modules`` that ``path`` (the module ``module``) imports when it runs,
+    each with the line of its first import: at the top or inside functions, relative ones
+    resolved; ``from P import n`` imports ``P.n`` when that is a module, else ``P``."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: dict[str, int] = {}
+    nodes: list[ast.AST] = [ast.parse(path.read_text(encoding="utf-8"))]
+    while nodes:
+        node = nodes.pop()
+        if _type_checking_only(node):
+            nodes += node.orelse
+            continue
+        nodes += ast.iter_child_nodes(node)
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+        for name in names:
+            if name in modules and name != module:
+                found[name] = min(found.get(name, node.lineno), node.lineno)
+    return found
+
+
+def import_graph(package: Path) -> dict[str, dict[str, int]]:
+    """Each module under ``package`` with the modules of it that it imports (and their lines)."""
+    paths = {module_name(path, package): path for path in package.rglob("*.py")}
+    return {module: runtime_imports(path, module, set(paths)) for module, path in paths.items()}
+
+
+def import_circles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The circles a depth-first walk of ``graph`` closes, each from a module back to it: every
+    module that reaches itself lies on at least one."""
+    circles: list[list[str]] = []
+    done: set[str] = set()
+    trail: list[str] = []
+
+    def visit(module: str) -> None:
+        trail.append(module)
+        for imported in sorted(graph[module]):
+            if imported in trail:
+                circles.append([*trail[trail.index(imported):], imported])
+            elif imported not in done:
+                visit(imported)
+        trail.pop()
+        done.add(module)
+
+    for module in sorted(graph):
+        if module not in done:
+            visit(module)
+    return circles
+
+
+def describe_circle(graph: dict[str, dict[str, int]], circle: list[str]) -> str:
+    """``a:12 -> b:3 -> a``: each module with the line where it imports the next."""
+    steps = [f"{module}:{graph[module][imported]}" for module, imported in zip(circle, circle[1:])]
+    return " -> ".join([*steps, circle[-1]])
+
+
+def test_no_module_imports_itself_through_others():
+    """Imports anywhere in a file count, inside functions too; those under ``if TYPE_CHECKING:``
+    never run and do not. A module's parent packages, which Python runs first, are not imports
+    of it: a package's ``__init__.py`` may import its own modules."""
+    graph = import_graph(SRC)
+    circles = [describe_circle(graph, circle) for circle in import_circles(graph)]
+    assert not circles, "modules that import themselves through others:\n" + "\n".join(circles)
+
+
+def test_the_circle_check_catches_a_circle(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    files = {
+        "__init__.py": "",
+        "a.py": "def f():\n    from . import b\n",  # inside a function, relative
+        "b.py": "import pkg.c\n",
+        "c.py": "from pkg.a import f\n",
+        "d.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.e import E\n",
+        "e.py": "from pkg import d\n",  # d only names e for a type checker: no circle
+    }
+    for name, text in files.items():
+        (package / name).write_text(text)
+    graph = import_graph(package)
+    assert [describe_circle(graph, c) for c in import_circles(graph)] == ["pkg.a:2 -> pkg.b:1 -> pkg.c:1 -> pkg.a"]
 
 
 def test_modules_and_functions_stay_short():

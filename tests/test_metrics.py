@@ -68,7 +68,7 @@ def test_rank_zero_imports_what_its_metric_needs_before_training(task, imported)
         "import sys, types\n"
         "from ddpx.plugin_host.registry import load_registry\n"
         "from ddpx.rank.worker import _import_metric_modules\n"
-        f"_import_metric_modules(types.SimpleNamespace(config={{'task': {task!r}}}), load_registry())\n"
+        f"_import_metric_modules(types.SimpleNamespace(config={{'task': {task!r}, 'dataset': {{}}}}), load_registry())\n"
         "print('sklearn.metrics' in sys.modules)\n"
     )
     assert out.strip() == str(imported)

@@ -8,7 +8,7 @@ import pytest
 from ddpx.contract.errors import UserError
 from ddpx.config.listing import list_recipes
 from ddpx.config.recipe import resolve_recipe
-from ddpx.config.recipe_files import read_recipe_file
+from ddpx.contract.recipe_file import read_recipe_file
 from ddpx.plugin_host.registry import load_registry
 
 if sys.version_info >= (3, 11):

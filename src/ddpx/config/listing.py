@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ddpx.config.recipe_files import read_recipe_file
+from ddpx.contract.recipe_file import read_recipe_file
 
 if TYPE_CHECKING:  # pragma: no cover
     from ddpx.plugin_host.registry import Registry

@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ddpx.config.recipe_files import find_recipe, read_recipe_file, to_toml
+from ddpx.config.recipe_files import find_recipe, to_toml
 from ddpx.config.train_params import META_PARAMS, TRAIN_PARAMS
 from ddpx.config.values import coerce, flatten, parse_override, unflatten, unknown_key_error
 from ddpx.contract.errors import UserError
 from ddpx.contract.names import check_path_name
+from ddpx.contract.recipe_file import read_recipe_file
 from ddpx.contract.records import Param
 from ddpx.contract.specs import ModelSpec, TaskSpec
 

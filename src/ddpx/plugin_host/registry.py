@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ddpx.config.recipe_files import recipe_name_of
 from ddpx.contract.errors import PluginError, UserError, did_you_mean
+from ddpx.contract.recipe_file import recipe_name_of
 from ddpx.contract.specs import KINDS, RecipeSource
 from ddpx.plugin_host.plugin_manager import DdpxPluginManager, build_plugin_manager
 

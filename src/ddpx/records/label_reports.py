@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ddpx.records.reports import new_figure, predictions_csv, save_figure
+from ddpx.records.report_files import new_figure, predictions_csv, save_figure
 
 MOST_CURVES = 12
 

@@ -12,29 +12,13 @@ Over exactly the held-out split, in dataset order:
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
-
-def new_figure(size: tuple[float, float]):
-    """A figure drawn straight to PNG by Agg: no pyplot (its import and global state cost each
-    run half a second), nothing left open."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=size)
-    FigureCanvasAgg(fig)
-    return fig, fig.add_subplot()
-
-
-def save_figure(fig, path: Path) -> Path:
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    return path
+from ddpx.records.label_reports import label_reports
+from ddpx.records.report_files import new_figure, predictions_csv, save_figure
 
 
 def roc_curve_png(targets: np.ndarray, scores: np.ndarray, path: Path) -> Path:
@@ -52,16 +36,6 @@ def roc_curve_png(targets: np.ndarray, scores: np.ndarray, path: Path) -> Path:
     ax.set_ylabel("true positive rate")
     ax.set_title(f"held-out ROC curve ({len(targets)} samples)")
     return save_figure(fig, path)
-
-
-def predictions_csv(header: list[str], columns: list[np.ndarray], path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["index", *header])
-        for index, row in enumerate(zip(*(c.tolist() for c in columns))):
-            writer.writerow([index, *row])
-    return path
 
 
 def confusion_counts(targets: np.ndarray, predicted: np.ndarray, n_classes: int) -> np.ndarray:
@@ -99,8 +73,6 @@ def heldout_reports(predictions: Any, loss: str, info: Mapping[str, Any], folder
     outputs = predictions.outputs.float()
     targets = predictions.targets.numpy()
     if loss == "bce_with_logits" and outputs.dim() == 2 and outputs.shape[1] > 1:
-        from ddpx.records.label_reports import label_reports
-
         return label_reports(targets, outputs.numpy(), info.get("labels") or [str(j) for j in range(outputs.shape[1])],
                              folder)
     if loss == "bce_with_logits":

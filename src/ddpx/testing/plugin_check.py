@@ -16,7 +16,7 @@ import pluggy
 
 from ddpx.contract.specs import KINDS
 from ddpx.contract.errors import PluginError, UserError
-from ddpx.config.recipe_files import read_recipe_file
+from ddpx.contract.recipe_file import read_recipe_file
 from ddpx.plugin_host.registry import Registry
 
 CHECK_OVERRIDES = ("train.max_epochs=1",)

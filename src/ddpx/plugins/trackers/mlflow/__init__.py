@@ -16,19 +16,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ddpx.api import DatasetRecord, Job, TrackerSpec, hookimpl
+from ddpx.plugins.trackers.mlflow.ui_links import LOCAL_UI, best_first_link, ui_link
 
 MAX_PARAM_LENGTH = 6000
 SYSTEM_METRICS_INTERVAL_S = 10
 KIND_TAG = "mlflow.experimentKind"  # what MLflow 3's UI reads to choose an experiment's view
 EXPERIMENT_KIND = "custom_model_development"  # the model-training view (not GenAI's traces and judges)
-
-
-def ui_link(path: str, **query: str) -> str:
-    """A path of the MLflow UI that opens in its model-training view (the UI reads the view from
-    the ``workflowType`` query parameter, else from what the browser last chose, else GenAI)."""
-    from urllib.parse import urlencode
-
-    return f"#/{path}?" + urlencode({"workflowType": "machine_learning", **query})
 
 
 def _source_type(source: str) -> str:
@@ -164,14 +157,12 @@ class MlflowTracker:
     def describe(self) -> str:
         """Where to see the run: its page in the UI's model-training view (``ui_link``), and the
         experiment's runs list in ddpx's saved view (best first)."""
-        from ddpx.plugins.trackers.mlflow.views import VIEW_ID
-
         page = ui_link(f"experiments/{self.experiment_id}/runs/{self.run_id}")
-        runs = ui_link(f"experiments/{self.experiment_id}/runs", viewStateShareKey=VIEW_ID)
+        runs = best_first_link(self.experiment_id)
         if self.uri and self.uri.startswith(("http://", "https://")):
             base, how = self.uri.rstrip("/"), "The run in MLflow: open"
         else:
-            base, how = "http://127.0.0.1:5000", f"The run in MLflow: `mlflow ui --backend-store-uri {self.uri}`, then open"
+            base, how = LOCAL_UI, f"The run in MLflow: `mlflow ui --backend-store-uri {self.uri}`, then open"
         return f"{how} {base}/{page}\nEvery run of {self.experiment}, best first: {base}/{runs}"
 
 

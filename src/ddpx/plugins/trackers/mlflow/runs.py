@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ddpx.api import UserError
-from ddpx.plugins.trackers.mlflow import ui_link
 from ddpx.plugins.trackers.mlflow.store import existing_store, is_http
+from ddpx.plugins.trackers.mlflow.ui_links import LOCAL_UI, best_first_link
 
 NEVER_SHOWN = {"description", "name", "task", "model.name"}
-LOCAL_UI = "http://127.0.0.1:5000"
 FETCHED = 1000  # runs read from the store at most, newest first
 
 
@@ -75,11 +74,8 @@ class RunListing:
     def experiment_urls(self) -> list[str]:
         """Each listed recipe's experiment in the UI's model-training view, in ddpx's saved view:
         the held-out metric and the varying params as columns, best run first."""
-        from ddpx.plugins.trackers.mlflow.views import VIEW_ID
-
         found = sorted({group.rows[0].experiment_id for group in self.groups})
-        return [f"{self.ui_base()}/" + ui_link(f"experiments/{experiment_id}/runs", viewStateShareKey=VIEW_ID)
-                for experiment_id in found]
+        return [f"{self.ui_base()}/" + best_first_link(experiment_id) for experiment_id in found]
 
     def compare_url(self) -> str:
         """MLflow's compare page for every listed run."""

@@ -15,8 +15,8 @@ import time
 from typing import Any
 
 from ddpx.plugins.trackers.mlflow.runs import row_of, varying_params
+from ddpx.plugins.trackers.mlflow.ui_links import VIEW_ID
 
-VIEW_ID = "ddpx-best-first"
 VIEW_NAME = "ddpx: best held-out first"
 TAG_PREFIX = "mlflow.sharedViewState."
 VIEW_TAG = TAG_PREFIX + VIEW_ID
@@ -37,7 +37,8 @@ def view_state(metric: str, higher_is_better: bool, params: list[str]) -> dict[s
         "searchFilter": "", "orderByKey": column("metrics", metric), "orderByAsc": not higher_is_better,
         "startTime": "ALL", "lifecycleFilter": "Active", "datasetsFilter": [], "modelVersionFilter": "All Runs",
         "selectedColumns": [*columns, "attributes.`Models`"],
-        "columnOrder": columns,  # next to the run's name, before Created and Duration "columnWidths": {}, "runsExpanded": {}, "runsPinned": [], "runsHidden": [],
+        "columnOrder": columns,  # next to the run's name, before Created and Duration
+        "columnWidths": {}, "runsExpanded": {}, "runsPinned": [], "runsHidden": [],
         "runsVisibilityMap": {}, "runsHiddenMode": "SHOW_ALL", "viewMaximized": False, "runListHidden": False,
         "isAccordionReordered": False, "useGroupedValuesInCharts": True, "hideEmptyCharts": True, "groupBy": None,
         "groupsExpanded": {}, "autoRefreshEnabled": True,

@@ -1,12 +1,22 @@
-"""Held-out ROC-AUC of the SMILES recipes on real MoleculeNet files, over seeds, for docs/results.md.
+"""Held-out quality of the SMILES recipes on real MoleculeNet files, over seeds, for docs/results.md.
+
+One recipe:
 
     python benchmarks/moleculenet_quality.py bbbp_rnn --data ~/.cache/ddpx/data/bbbp/BBBP.csv
     python benchmarks/moleculenet_quality.py bbbp_rnn --data .../BBBP.csv --split scaffold dataset.dev_fraction=0.1111111111111111
     python benchmarks/moleculenet_quality.py sider_rnn --data .../sider.csv --seeds 0 1 2
 
-Runs the recipe once per seed through the real CLI (exactly what a user runs: ``ddpx recipe
-RECIPE dataset.path=... train.seed=S``, 2 ranks through torchrun by default) and prints Markdown
-rows: held-out (mean) ROC-AUC, best epoch, epochs run and wall time, then mean ± sd over the seeds.
+The whole MoleculeNet table (every set on its scaffold split 80/10/10, each model family, beside
+the published rows that ``../shared/data/README.md`` quotes for that split):
+
+    python benchmarks/moleculenet_quality.py --table --data-dir ../shared/data --families rnn dmpnn
+    python benchmarks/moleculenet_quality.py --table --data-dir ../shared/data --sets esol lipophilicity --seeds 0
+
+Runs each recipe once per seed through the real CLI (exactly what a user runs: ``ddpx recipe
+RECIPE dataset.path=... train.seed=S``, 2 ranks through torchrun by default) and prints Markdown:
+the held-out metric (ROC-AUC, higher is better; RMSE for the regression sets, lower is better),
+best epoch, epochs run and wall time, then mean ± sd over the seeds. Every row names the commit it
+ran on: a row whose training code changed since is measured again before it is quoted.
 """
 
 from __future__ import annotations
@@ -22,44 +32,120 @@ import time
 from datetime import date
 from pathlib import Path
 
+# set: (file names looked for under --data-dir, its sub-folders included; extra overrides)
+SETS = {
+    "bbbp": (["BBBP.csv"], []),
+    "bace": (["bace.csv"], ["dataset.smiles_column=smiles"]),  # the shared copy names the column `smiles`
+    "clintox": (["clintox.csv", "clintox.csv.gz"], []),
+    "tox21": (["tox21.csv", "tox21.csv.gz"], []),
+    "sider": (["sider.csv", "sider.csv.gz"], []),
+    "hiv": (["HIV.csv"], []),
+    "esol": (["ESOL_delaney-processed.csv", "delaney-processed.csv"], []),
+    "lipophilicity": (["Lipophilicity.csv"], []),
+}
+SCAFFOLD = ["dataset.split=scaffold", "dataset.heldout_fraction=0.1", "dataset.dev_fraction=0.1111111111111111"]
+# ../shared/data/README.md: Chemprop's D-MPNN as re-run by GEM, and Uni-Mol, on this split
+PUBLISHED = {"bbbp": (0.710, 0.729), "bace": (0.809, 0.857), "clintox": (0.906, 0.919), "tox21": (0.759, 0.796),
+             "sider": (0.570, None), "hiv": (0.771, 0.808), "esol": (1.050, 0.788), "lipophilicity": (0.683, 0.603)}
 
-def run_seed(seed: int, args: argparse.Namespace, workdir: Path) -> dict:
+
+def commit() -> str:
+    here = Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True).stdout.strip()
+        return sha + ("+changes" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def run_seed(recipe: str, data: Path, seed: int, overrides: list[str], args: argparse.Namespace, workdir: Path) -> dict:
     start = time.perf_counter()
-    cmd = [sys.executable, "-m", "ddpx", "recipe", args.recipe, "--launcher", args.launcher, "--nproc", str(args.nproc),
-           "--tracking-uri", f"sqlite:///{workdir / 'mlflow.db'}", "--experiment", f"{args.recipe}-quality",
-           f"dataset.path={args.data.resolve()}", f"train.seed={seed}", *args.overrides]
-    if args.split:
-        cmd.append(f"dataset.split={args.split}")
+    cmd = [sys.executable, "-m", "ddpx", "recipe", recipe, "--launcher", args.launcher, "--nproc", str(args.nproc),
+           "--tracking-uri", f"sqlite:///{workdir / 'mlflow.db'}", "--experiment", f"{recipe}-quality",
+           f"dataset.path={data.resolve()}", f"train.seed={seed}", *overrides]
+    before = set((workdir / "ddpx-runs").glob("*")) if (workdir / "ddpx-runs").is_dir() else set()
     subprocess.run(cmd, cwd=workdir, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - start
-    run_dir = max((workdir / "ddpx-runs").iterdir(), key=lambda p: p.stat().st_mtime)
+    (run_dir,) = set((workdir / "ddpx-runs").glob("*")) - before
     summary = json.loads((run_dir / "summary.json").read_text())
-    return {"seed": seed, "roc_auc": summary["heldout"]["heldout_roc_auc"], "best_epoch": summary["best_epoch"],
-            "epochs": summary["epochs_run"], "samples": summary["heldout_samples"], "wall_s": wall}
+    metric = summary["metric"]
+    return {"seed": seed, "metric": metric, "value": summary["heldout"][f"heldout_{metric}"],
+            "best_epoch": summary["best_epoch"], "epochs": summary["epochs_run"], "samples": summary["heldout_samples"],
+            "wall_s": wall}
+
+
+def mean_text(rows: list[dict]) -> str:
+    values = [r["value"] for r in rows]
+    spread = f" ± {statistics.stdev(values):.4f}" if len(values) > 1 else ""
+    return f"{statistics.mean(values):.4f}{spread}"
+
+
+def one_recipe(args: argparse.Namespace) -> None:
+    overrides = [*args.overrides, *([f"dataset.split={args.split}"] if args.split else [])]
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = [run_seed(args.recipe, args.data, seed, overrides, args, Path(tmp)) for seed in args.seeds]
+    print(f"{date.today()}: {platform.machine()}, python {platform.python_version()}, commit {commit()}; "
+          f"{args.recipe}, split {args.split or 'of the recipe'}, {args.nproc} ranks through {args.launcher}; "
+          f"{' '.join(args.overrides)}\n")
+    print(f"| seed | held-out {rows[0]['metric']} | best epoch | epochs run | held-out molecules | wall time (s) |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        print(f"| {r['seed']} | {r['value']:.4f} | {r['best_epoch']} | {r['epochs']} | {r['samples']} | {r['wall_s']:.0f} |")
+    print(f"| mean | {mean_text(rows)} | | | | {sum(r['wall_s'] for r in rows):.0f} (total) |")
+
+
+def find_file(folder: Path, names: list[str]) -> Path | None:
+    return next((p for name in names for p in sorted(folder.rglob(name))), None)
+
+
+def table(args: argparse.Namespace) -> None:
+    sha = commit()
+    print(f"{date.today()}: {platform.machine()}, python {platform.python_version()}, commit {sha}; scaffold split "
+          f"80/10/10, {args.nproc} ranks through {args.launcher}, seeds {' '.join(map(str, args.seeds))}\n")
+    print("| set | metric | model | held-out (mean ± sd) | per seed | wall (s) | D-MPNN [GEM] | Uni-Mol | commit |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name in args.sets:
+        names, extra = SETS[name]
+        data = find_file(args.data_dir, names)
+        for family in args.families:
+            recipe = f"{name}_{family}"
+            if data is None:
+                print(f"| {name} | | {family} | not run: no {' or '.join(names)} under {args.data_dir} | | | | | {sha} |")
+                continue
+            with tempfile.TemporaryDirectory() as tmp:
+                rows = [run_seed(recipe, data, s, [*SCAFFOLD, *extra, *args.overrides], args, Path(tmp))
+                        for s in args.seeds]
+            dmpnn, unimol = (f"{v:.3f}" if v is not None else "—" for v in PUBLISHED[name])
+            per_seed = ", ".join(f"{r['value']:.4f}" for r in rows)
+            print(f"| {name} | {rows[0]['metric']} | {recipe} | {mean_text(rows)} | {per_seed} | "
+                  f"{sum(r['wall_s'] for r in rows):.0f} | {dmpnn} | {unimol} | {sha} |", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("recipe", help="bbbp_rnn, bace_rnn, clintox_rnn, tox21_rnn, sider_rnn or hiv_rnn")
-    parser.add_argument("--data", type=Path, required=True, help="the dataset file (dataset.path)")
+    parser.add_argument("recipe", nargs="?", help="one recipe: bbbp_rnn, bace_dmpnn, esol_rnn, ...")
+    parser.add_argument("--data", type=Path, help="the dataset file (dataset.path) of one recipe")
     parser.add_argument("--split", choices=["random", "scaffold"], help="dataset.split [default: the recipe's]")
+    parser.add_argument("--table", action="store_true", help="every set of --sets with every family of --families")
+    parser.add_argument("--data-dir", type=Path, help="with --table: the folder holding the MoleculeNet files")
+    parser.add_argument("--sets", nargs="+", choices=list(SETS), default=list(SETS))
+    parser.add_argument("--families", nargs="+", default=["rnn", "dmpnn"], help="recipe suffixes: rnn, dmpnn")
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("--launcher", default="torchrun")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("overrides", nargs="*", help="extra KEY=VALUE recipe overrides")
     args = parser.parse_intermixed_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        rows = [run_seed(seed, args, Path(tmp)) for seed in args.seeds]
-    print(f"{date.today()}: {platform.machine()}, python {platform.python_version()}; {args.recipe}, split "
-          f"{args.split or 'of the recipe'}, {args.nproc} ranks through {args.launcher}; {' '.join(args.overrides)}\n")
-    print("| seed | held-out ROC-AUC | best epoch | epochs run | held-out molecules | wall time (s) |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for r in rows:
-        print(f"| {r['seed']} | {r['roc_auc']:.4f} | {r['best_epoch']} | {r['epochs']} | {r['samples']} | "
-              f"{r['wall_s']:.0f} |")
-    values = [r["roc_auc"] for r in rows]
-    spread = f" ± {statistics.stdev(values):.4f}" if len(values) > 1 else ""
-    print(f"| mean | {statistics.mean(values):.4f}{spread} | | | | {sum(r['wall_s'] for r in rows):.0f} (total) |")
+    if args.table:
+        if args.data_dir is None:
+            parser.error("--table needs --data-dir")
+        table(args)
+    elif args.recipe and args.data:
+        one_recipe(args)
+    else:
+        parser.error("give RECIPE --data FILE, or --table --data-dir FOLDER")
 
 
 if __name__ == "__main__":

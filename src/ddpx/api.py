@@ -22,6 +22,9 @@ Importing it is cheap: neither torch nor mlflow is imported.
   :class:`LaunchOutcome`), :class:`TrackerSpec` (creating a :class:`Tracker`),
   :class:`RecipeSource` — how a run starts, is recorded, and what it runs.
 - :class:`Param` declares a recipe key (``dataset.*``, ``model.*``): default, help, limits.
+- Input forms: a task lists the forms its data can take (``TaskSpec.inputs``, say
+  ``("smiles_tokens", "molecule_graph")``), a model names the one it needs (``ModelSpec.inputs``),
+  and ``build_data`` builds what :attr:`DataRequest.inputs` names.
 
 **What a plugin receives**
 

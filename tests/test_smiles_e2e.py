@@ -61,15 +61,18 @@ def test_predictor_reloads_the_checkpoint_and_reproduces_the_exact_heldout_metri
 
 @pytest.mark.slow
 def test_bad_rows_are_reported_once_and_skipped(run_ddpx, tmp_path):
+    """On a user's own classification file (task smiles_csv), with a GRU."""
     path = write_smiles_csv(tmp_path / "bad.csv", n=240, extra_rows="241,empty,1,\r\n242,odd,1,CC X\r\n")
-    result = run_ddpx("recipe", "bbbp_rnn", "--nproc", "1", "--tracking", "none", f"dataset.path={path}", "train.max_epochs=1",
-                      "model.cell=gru", *SMALL)
+    result = run_ddpx("recipe", "smiles_csv_rnn", "--nproc", "1", "--tracking", "none", f"dataset.path={path}",
+                      "dataset.label_column=p_np", "train.max_epochs=1", "model.cell=gru", *SMALL)
     assert result.returncode == 0, result.output
+    assert result.summary()["metric"] == "roc_auc"
     gru = SmilesPredictor.from_checkpoint(result.run_dirs()[0] / "checkpoints" / "best.pt").model.rnn
     assert type(gru).__name__ == "GRU"
     assert result.stdout.count("skipped 2 bad row(s)") == 1
     assert "an empty SMILES (line 242)" in result.stdout and "cannot represent (line 243)" in result.stdout
-    strict = run_ddpx("recipe", "bbbp_rnn", "--tracking", "none", f"dataset.path={path}", "dataset.strict=true")
+    strict = run_ddpx("recipe", "smiles_csv_rnn", "--tracking", "none", f"dataset.path={path}",
+                      "dataset.label_column=p_np", "dataset.strict=true")
     assert strict.returncode == 2 and strict.stderr.count("has bad rows") == 1 and "Traceback" not in strict.output
     assert strict.run_dirs() == result.run_dirs()  # refused before launch: no new run folder
 

@@ -9,7 +9,6 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from mlflow.tracking import MlflowClient
 
 from ddpx.api import UserError
 from ddpx.plugins.smiles.csv_table import read_smiles_csv
@@ -67,17 +66,6 @@ def test_wrong_declarations_are_refused_before_launch(tmp_path):
     _check(own_params(regression, label_column="log S", task_type="regression"))
 
 
-@pytest.mark.slow
-def test_wrong_declaration_is_exit_2_with_no_run(run_ddpx, tmp_path, tracking_uri, experiment):
-    path = write_regression_csv(tmp_path / "measured.csv", n=30)
-    result = run_ddpx("recipe", "smiles_csv_rnn", "--tracking-uri", tracking_uri, "--experiment", experiment,
-                      f"dataset.path={path}", TWO_TARGETS)  # task_type stays classification
-    assert result.returncode == 2 and "dataset.task_type=regression" in result.stderr
-    assert "Traceback" not in result.output and not result.run_dirs()
-    found = MlflowClient(tracking_uri).get_experiment_by_name(experiment)
-    assert found is None or not MlflowClient(tracking_uri).search_runs([found.experiment_id])
-
-
 def heldout_rmse_here(path, model_folder) -> tuple[float, np.ndarray, list[str]]:
     """The recipe's held-out split of the file, the exported model's predictions, the mean RMSE
     over the two targets (each over its present cells), computed here in one process."""
@@ -100,14 +88,14 @@ def heldout_rmse_here(path, model_folder) -> tuple[float, np.ndarray, list[str]]
 
 @pytest.mark.slow
 def test_own_csv_regression_on_2_ranks_is_exact_and_answers_in_file_units(run_ddpx, tmp_path):
-    path = write_regression_csv(tmp_path / "mols.csv", n=200)
+    path = write_regression_csv(tmp_path / "mols.csv", n=120)
     trained = run_ddpx("recipe", "smiles_csv_rnn", "--nproc", "2", "--tracking", "none", f"dataset.path={path}",
-                       TWO_TARGETS, "dataset.task_type=regression", "train.max_epochs=4", *SMALL)
+                       TWO_TARGETS, "dataset.task_type=regression", "train.max_epochs=3", *SMALL)
     assert trained.returncode == 0, trained.output
     summary, run_dir = trained.summary(), trained.run_dirs()[0]
     assert summary["metric"] == "rmse" and summary["greater_is_better"] is False
     expected, predicted, smiles = heldout_rmse_here(path, run_dir / "model")
-    assert summary["heldout_samples"] == len(smiles) == 20
+    assert summary["heldout_samples"] == len(smiles) == 12
     assert summary["heldout"]["heldout_rmse"] == pytest.approx(expected, rel=1e-5)
     assert 100 < predicted[:, 1].mean() < 200  # melting points in the file's units, not standardised ones
     asked = tmp_path / "asked.csv"
@@ -117,16 +105,6 @@ def test_own_csv_regression_on_2_ranks_is_exact_and_answers_in_file_units(run_dd
     by_cli = pd.read_csv(tmp_path / "answers.csv")
     assert list(by_cli.columns) == ["smiles", *(f"prediction_{t}" for t in TARGETS)]
     assert np.allclose(by_cli[[f"prediction_{t}" for t in TARGETS]].to_numpy(), predicted, atol=1e-4)
-
-
-@pytest.mark.slow
-def test_own_csv_classification_trains(run_ddpx, tmp_path):
-    path = write_smiles_csv(tmp_path / "mols.csv", n=120)
-    trained = run_ddpx("recipe", "smiles_csv_rnn", "--nproc", "1", "--tracking", "none", f"dataset.path={path}",
-                       "dataset.label_column=p_np", "train.max_epochs=2", *SMALL)
-    assert trained.returncode == 0, trained.output
-    summary = trained.summary()
-    assert summary["metric"] == "roc_auc" and 0 <= summary["heldout"]["heldout_roc_auc"] <= 1
 
 
 def test_regression_moleculenet_tasks_read_their_published_columns(tmp_path):

@@ -61,6 +61,14 @@ def commit() -> str:
         return "unknown"
 
 
+def threads_text() -> str:
+    """CPU arithmetic differs in its last digits between thread counts, and a long run drifts apart:
+    every table says how many threads each rank had."""
+    import os
+
+    return f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset (torchrun: 1 per rank)')}"
+
+
 def run_seed(recipe: str, data: Path, seed: int, overrides: list[str], args: argparse.Namespace, workdir: Path) -> dict:
     start = time.perf_counter()
     cmd = [sys.executable, "-m", "ddpx", "recipe", recipe, "--launcher", args.launcher, "--nproc", str(args.nproc),
@@ -87,8 +95,8 @@ def one_recipe(args: argparse.Namespace) -> None:
     overrides = [*args.overrides, *([f"dataset.split={args.split}"] if args.split else [])]
     with tempfile.TemporaryDirectory() as tmp:
         rows = [run_seed(args.recipe, args.data, seed, overrides, args, Path(tmp)) for seed in args.seeds]
-    print(f"{date.today()}: {platform.machine()}, python {platform.python_version()}, commit {commit()}; "
-          f"{args.recipe}, split {args.split or 'of the recipe'}, {args.nproc} ranks through {args.launcher}; "
+    print(f"{date.today()}: {platform.machine()}, python {platform.python_version()}, commit {commit()}, "
+          f"{threads_text()}; {args.recipe}, split {args.split or 'of the recipe'}, {args.nproc} ranks through {args.launcher}; "
           f"{' '.join(args.overrides)}\n")
     print(f"| seed | held-out {rows[0]['metric']} | best epoch | epochs run | held-out molecules | wall time (s) |")
     print("| --- | --- | --- | --- | --- | --- |")
@@ -103,7 +111,8 @@ def find_file(folder: Path, names: list[str]) -> Path | None:
 
 def table(args: argparse.Namespace) -> None:
     sha = commit()
-    print(f"{date.today()}: {platform.machine()}, python {platform.python_version()}, commit {sha}; scaffold split "
+    print(f"{date.today()}: {platform.machine()}, python {platform.python_version()}, commit {sha}, {threads_text()}; "
+          "scaffold split "
           f"80/10/10, {args.nproc} ranks through {args.launcher}, seeds {' '.join(map(str, args.seeds))}\n")
     print("| set | metric | model | held-out (mean ± sd) | per seed | wall (s) | D-MPNN [GEM] | Uni-Mol | commit |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")

@@ -94,8 +94,9 @@ def print_group(out, group) -> None:
 @click.option("--experiment", default=None, help="Only this MLflow experiment.  [default: every experiment]")
 @click.option("--recipe", default=None, help="Only runs of this recipe.")
 @click.option("--sort", default=None, metavar="METRIC",
-              help="Order by this metric, highest first.  [default: each recipe's held-out metric, best first]")
-@click.option("--ascending", is_flag=True, help="With --sort: lowest first (for a loss).")
+              help="Order by this metric, highest first.  [default: each recipe's held-out metric, best first: the "
+                   "highest accuracy or ROC-AUC, the lowest RMSE]")
+@click.option("--ascending", is_flag=True, help="With --sort: lowest first (for a loss or an error).")
 @click.option("--limit", type=int, default=20, show_default=True, help="Show at most this many runs per recipe.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
 def runs_command(tracking_uri, experiment, recipe, sort, ascending, limit, as_json) -> None:

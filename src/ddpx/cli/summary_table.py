@@ -8,6 +8,13 @@ from rich.table import Table
 from ddpx.contract.records import RunSummary
 
 
+def _best_dev(summary: RunSummary) -> str:
+    """`` (the lowest dev_rmse, 0.3120)``: what chose the epoch, in the metric's direction."""
+    if summary.best_dev is None:
+        return ""
+    return f" (the {'highest' if summary.greater_is_better else 'lowest'} dev_{summary.metric}, {summary.best_dev:.4f})"
+
+
 def print_summary(recipe_name: str, summary: RunSummary, console: Console | None = None) -> None:
     console = console or Console(highlight=False)
     table = Table(show_header=False, box=None, pad_edge=False)
@@ -16,7 +23,7 @@ def print_summary(recipe_name: str, summary: RunSummary, console: Console | None
     for key, value in summary.heldout.items():
         table.add_row(key, f"{value:.4f}")
     table.add_row("held-out samples", str(summary.heldout_samples))
-    table.add_row("best epoch", f"{summary.best_epoch} of {summary.epochs_run}")
+    table.add_row("best epoch", f"{summary.best_epoch} of {summary.epochs_run}" + _best_dev(summary))
     table.add_row("wall time", f"{summary.wall_seconds:.1f} s")
     table.add_row("run folder", summary.run_dir)
     if summary.run_id:

@@ -15,6 +15,12 @@ def _metric_text(trial: Trial) -> str:
     return f"{name} {value:.4f}"
 
 
+def _best_dev_text(trial: Trial) -> str:
+    """``the lowest dev_rmse, 0.3120`` (or the highest, for a metric where higher is better)."""
+    summary = trial.summary
+    return f"the {'highest' if summary.greater_is_better else 'lowest'} dev_{summary.metric}, {summary.best_dev:.4f}"
+
+
 def _error_text(error: str | None) -> str:
     """The error's first line and, for a traceback, its last (the exception itself)."""
     lines = [line.strip() for line in (error or "").splitlines() if line.strip()]
@@ -51,7 +57,7 @@ def print_trials(sweep: Sweep, title: str) -> None:
     if sweep.fixed:
         out.print("every trial also sets: " + " ".join(sweep.fixed), highlight=False)
     if best is not None:
-        out.print(f"* best trial on the dev metric: {best.number} ({best.label}), {_metric_text(best)}",
-                  highlight=False)
+        out.print(f"* best trial on the dev metric ({_best_dev_text(best)}): {best.number} ({best.label}), "
+                  f"{_metric_text(best)}", highlight=False)
     if sweep.parent_run_id:
         out.print(f"MLflow parent run: {sweep.parent_run_id} (its trials are nested under it)", highlight=False)

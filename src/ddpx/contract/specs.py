@@ -113,7 +113,10 @@ class MetricSpec:
     """A held-out metric computed once over the complete, gathered split.
 
     ``compute(targets, outputs)`` receives numpy arrays: the targets and the model's raw
-    outputs (logits), in dataset order. ``greater_is_better`` drives model selection.
+    outputs (logits), in dataset order. ``greater_is_better`` (``False`` for an error such as
+    RMSE) is the metric's direction, and everything that picks or orders follows it: the best
+    epoch and early stopping, a sweep's best trial, a search's direction and pruner, ``ddpx runs``
+    and the MLflow view (runs carry it as the tag ``ddpx.metric_direction``).
     ``imports`` names modules ``compute`` imports (say ``"sklearn.metrics"``): the rank that
     computes the metric imports them while it starts, so that the first dev evaluation does not
     stop that rank for the import while the others wait, between the first and second epochs.

@@ -1,4 +1,4 @@
-"""The losses a task can name: ``cross_entropy`` and ``bce_with_logits``."""
+"""The losses a task can name: ``cross_entropy``, ``bce_with_logits`` and ``mse``."""
 
 from __future__ import annotations
 
@@ -26,7 +26,18 @@ def _bce_with_logits(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tenso
     return torch.where(present, cells, torch.zeros_like(cells)).sum() / present.sum().clamp(min=1)
 
 
-LOSSES: dict[str, LossFn] = {"cross_entropy": _cross_entropy, "bce_with_logits": _bce_with_logits}
+def _mse(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean squared error over the cells that hold a value: one target (targets ``(N,)``, outputs
+    ``(N,)`` or ``(N, 1)``) or several (``(N, T)``); a missing cell (NaN) adds nothing to the loss
+    and nothing to the gradient. Computed in float32 whatever the outputs' precision."""
+    if targets.dim() < 2 or targets.shape[1] == 1:
+        outputs, targets = outputs.reshape(-1), targets.reshape(-1)
+    present = ~torch.isnan(targets)
+    errors = torch.where(present, outputs.float() - torch.nan_to_num(targets.float()), 0.0)
+    return (errors * errors).sum() / present.sum().clamp(min=1)
+
+
+LOSSES: dict[str, LossFn] = {"cross_entropy": _cross_entropy, "bce_with_logits": _bce_with_logits, "mse": _mse}
 
 
 def loss_function(name: str) -> LossFn:

@@ -7,7 +7,9 @@ Over exactly the held-out split, in dataset order:
   :mod:`ddpx.records.label_reports`;
 - multi-class tasks (``cross_entropy``): ``heldout_confusion_matrix.png`` (rows are true
   classes, columns predicted ones) and ``heldout_predictions.csv`` (index, target, predicted,
-  probability of the predicted class).
+  probability of the predicted class);
+- regression tasks (``mse``): the reports of :mod:`ddpx.records.regression_reports`
+  (``heldout_predicted_vs_true.png`` and ``heldout_predictions.csv``, in the targets' units).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ddpx.records.label_reports import label_reports
+from ddpx.records.regression_reports import regression_reports
 from ddpx.records.report_files import new_figure, predictions_csv, save_figure
 
 
@@ -72,6 +75,8 @@ def heldout_reports(predictions: Any, loss: str, info: Mapping[str, Any], folder
 
     outputs = predictions.outputs.float()
     targets = predictions.targets.numpy()
+    if loss == "mse":
+        return regression_reports(targets, outputs.numpy(), info.get("labels") or [], folder)
     if loss == "bce_with_logits" and outputs.dim() == 2 and outputs.shape[1] > 1:
         return label_reports(targets, outputs.numpy(), info.get("labels") or [str(j) for j in range(outputs.shape[1])],
                              folder)

@@ -148,7 +148,9 @@ def list_runs(uri: str | None, experiment: str | None = None, recipe: str | None
         known = sorted({m for r in rows for m in r.metrics if not m.startswith("system/")})
         raise UserError(f"no listed run has the metric '{sort}'. Sort by one of: {', '.join(known)}.")
     groups = []
-    for name in dict.fromkeys(r.recipe for r in rows):  # the recipe run most recently first
-        mine = best_first([r for r in rows if r.recipe == name], sort, ascending)[:limit]
-        groups.append(RecipeRuns(name, mine[0].metric, mine, varying_params(mine)))
+    # the recipe run most recently first; a recipe judged by its dataset keys (classification or
+    # regression of one's own file) gets a table per metric, each ordered in its own direction
+    for name, metric in dict.fromkeys((r.recipe, r.metric) for r in rows):
+        mine = best_first([r for r in rows if (r.recipe, r.metric) == (name, metric)], sort, ascending)[:limit]
+        groups.append(RecipeRuns(name, metric, mine, varying_params(mine)))
     return RunListing(uri=uri, groups=groups)

@@ -4,17 +4,21 @@ in MLflow either no run (caught before launch) or one run marked FAILED with the
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
 from conftest import TEST_RECIPES, orphans
-from image_files import write_mnist
+from image_files import write_idx, write_mnist
 from smiles_files import write_smiles_csv
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
@@ -27,8 +31,9 @@ class Case:
     exit_code: int = 2
     failed_run: bool = False  # True: a launched job, recorded in MLflow as FAILED
     files: Callable[[Path], None] = lambda folder: None
-    env: dict = field(default_factory=dict)
+    env: dict = field(default_factory=dict)  # "{folder}" in a value: the case's folder
     own_store: bool = False  # the case gives its own --tracking-uri
+    full_disk: bool = False  # a full disk (a tmpfs left with no free byte) is mounted at ./disk
 
 
 def _write(name: str, data: bytes) -> Callable[[Path], None]:
@@ -50,6 +55,40 @@ def _mnist_cut(folder: Path) -> None:
     images.write_bytes(images.read_bytes()[:-100])
 
 
+def _mnist_label_12(folder: Path) -> None:
+    raw = write_mnist(folder / "images", n_train=60, n_test=20) / "MNIST" / "raw"
+    write_idx(raw / "train-labels-idx1-ubyte", np.where(np.arange(60) % 10 == 9, 12, np.arange(60) % 10))
+
+
+def _refusing_sbatch(folder: Path) -> None:
+    """A real ``sbatch`` that refuses every job, as Slurm does one it cannot place."""
+    (folder / "bin").mkdir()
+    sbatch = folder / "bin" / "sbatch"
+    sbatch.write_text("#!/bin/sh\necho 'sbatch: error: Batch job submission failed: Invalid partition name "
+                      "specified' >&2\nexit 1\n")
+    sbatch.chmod(0o755)
+
+
+@contextmanager
+def full_disk(folder: Path):
+    """A real full disk at ``folder``: a small tmpfs, filled to its last byte (mounting needs root)."""
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(folder)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"mounting a small tmpfs needs root (CI runs as root): {mounted.stderr.strip()}")
+    try:
+        with open(folder / "filler", "wb", buffering=0) as out:
+            try:
+                while out.write(bytes(4096)):
+                    pass
+            except OSError:  # ENOSPC: full
+                pass
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
 def _checkpoints(folder: Path) -> None:
     (folder / "corrupt.pt").write_bytes(b"PK\x03\x04 not really a checkpoint")
     torch.save({"weights": torch.zeros(3)}, folder / "foreign.pt")
@@ -64,6 +103,9 @@ def _checkpoints(folder: Path) -> None:
 
 
 BBBP = ["recipe", "bbbp_rnn", "train.max_epochs=1"]
+OWN_CSV = ["recipe", "smiles_csv_rnn", "train.max_epochs=1", "dataset.label_column=y"]
+MEASURED = b"smiles,y\n" + b"".join(f"{'C' * (i % 6 + 1)}O,{-1.25 - 0.5 * (i % 6):.2f}\n".encode() for i in range(30))
+LONE_ACTIVE = ("smiles,y\n" + "".join(f"C{'C' * (i % 7)}O,{int(i > 0)}\n" for i in range(60))).encode()
 NUL_NAME = b'name = "tiny\\u0000x"\ntask = "mlp_synthetic"\n[model]\nname = "mlp"\n'
 CASES = {
     # values of the right type that mean nothing: the general rules every key gets, and declared bounds
@@ -172,6 +214,31 @@ CASES = {
     "csv without the label column": Case([*BBBP, "dataset.path=m.csv", "dataset.label_column=bbb"],
                                          "has no column 'bbb'", files=_smiles("m.csv", n=40)),
     "csv with one class only": Case([*BBBP, "dataset.path=one_class.csv"], "has only label 1", files=_one_class),
+    # data in the right format but the wrong range or size: seen before launch, not in a training step
+    "image label out of range": Case(["recipe", "mnist_convnet", "dataset.root=images"],
+                                     "holds label(s) 12, outside the task's 10 classes", files=_mnist_label_12),
+    "images too few for the dev split": Case(["recipe", "mnist_convnet", "dataset.root=images"], "holds 60 training "
+                                             "images, too few for a stratified dev split",
+                                             files=lambda folder: write_mnist(folder / "images", n_train=60, n_test=20)),
+    "csv too small for its split": Case([*OWN_CSV, "dataset.path=three.csv"], "has 3 molecules, only 1 of them with "
+                                        "label 0", files=_write("three.csv", b"smiles,y\nCCO,1\nCCCl,0\nCCN,1\n")),
+    "csv with one molecule of a class": Case([*OWN_CSV, "dataset.path=lone.csv"], "Add molecules with label 0 (at "
+                                             "least 10", files=_write("lone.csv", LONE_ACTIVE)),
+    # a user's own file declared as what it is not
+    "measurements declared classification": Case([*OWN_CSV, "dataset.path=logs.csv"], "measurements, not classes. "
+                                                  "Train on them as a regression", files=_write("logs.csv", MEASURED)),
+    "classes declared regression": Case([*OWN_CSV, "dataset.path=m.csv", "dataset.label_column=p_np",
+                                         "dataset.task_type=regression"], "holds only 0 and 1: classes, not "
+                                        "measurements. Set dataset.task_type=classification", files=_smiles("m.csv", n=40)),
+    # a batch system that refuses the job: nothing submitted, nothing recorded
+    "sbatch refusing the job": Case(["recipe", TINY, "--launcher", "slurm"], "Slurm refused the job, so nothing was "
+                                    "submitted", files=_refusing_sbatch,
+                                    env={"PATH": "{folder}/bin" + os.pathsep + os.environ["PATH"]}),
+    # a full disk: named with its folder, before launch
+    "run folder on a full disk": Case(["recipe", TINY, "--run-dir", "disk/runs"], "no space left on the device "
+                                      "holding", full_disk=True),
+    "tracking store on a full disk": Case(["recipe", TINY, "--tracking-uri", "sqlite:///disk/m.db"], "no space left "
+                                          "on the device holding", full_disk=True, own_store=True),
     "corrupt checkpoint": Case(["recipe", TINY, "--resume", "corrupt.pt"], "cannot be read safely",
                                files=_checkpoints),
     "foreign checkpoint": Case(["recipe", TINY, "--resume", "foreign.pt"], "cannot resume a run: it lacks",
@@ -196,7 +263,11 @@ def test_bad_input(name, run_ddpx, tmp_path, tracking_uri, experiment):
     case.files(tmp_path)
     store = [] if case.own_store else ["--tracking-uri", tracking_uri]
     tracking = [*store, "--experiment", experiment] if case.args[0] == "recipe" else []
-    result = run_ddpx(*case.args, *tracking, env=case.env)
+    env = {key: value.replace("{folder}", str(tmp_path)) for key, value in case.env.items()}
+    with full_disk(tmp_path / "disk") if case.full_disk else nullcontext():
+        result = run_ddpx(*case.args, *tracking, env=env)
+        left = sorted(path.name for path in (tmp_path / "disk").rglob("*")) if case.full_disk else []
+    assert set(left) <= {"filler", "runs"}, f"a half-made run folder is left on the full disk: {left}"
     assert result.returncode == case.exit_code, result.output
     assert case.fragment in result.stderr, result.stderr
     assert [line.startswith("Error:") for line in result.stderr.splitlines()].count(True) == 1, result.stderr

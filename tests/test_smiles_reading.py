@@ -1,5 +1,6 @@
 """The SMILES tokenizer and CSV reading: real-file quirks, bad rows, clear errors."""
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,19 @@ def test_canonical_smiles_with_rdkit_merge_spellings_and_skip_what_does_not_pars
     table = read_smiles_csv(path, "smiles", "p_np", strict=False, canonical=canonicalizer())
     assert table.smiles == ["CCO", "CCO", "c1ccccc1"]  # two spellings of ethanol, one form
     assert dict(table.skipped) == {"a SMILES RDKit cannot parse": [4]}  # the unclosed ring, on line 4
+
+
+def test_a_file_too_small_or_too_one_sided_for_its_split_is_refused_with_its_counts():
+    with pytest.raises(UserError, match=r"'m.csv' has 2 molecule\(s\), too few to split .* at least 3 molecules"):
+        random_split([0.5, 1.5], 0, 0.1, 0.2, stratify=False, source="'m.csv'")
+    with pytest.raises(UserError, match=r"has 60 molecules, only 1 of them with label 0: .*at least 10 in all"):
+        random_split([0] + [1] * 59, 0, 0.1, 0.2)
+    with pytest.raises(UserError, match="all with label 1"):
+        random_split([1] * 40, 0, 0.1, 0.2)
+    for n, rare, heldout, dev in itertools.product((12, 30, 61), (1, 2, 4, 7, 10), (0.1, 0.25), (0.2, 1 / 9)):
+        labels = [0] * rare + [1] * (n - rare)
+        try:
+            parts = random_split(labels, 0, heldout, dev)
+        except UserError:
+            continue
+        assert all({labels[i] for i in part} == {0, 1} for part in parts), (n, rare, heldout, dev)

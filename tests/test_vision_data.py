@@ -135,3 +135,18 @@ def test_a_crafted_cifar_batch_cannot_run_code_even_with_verify_off(tmp_path):
 def test_missing_data_names_the_command_that_fixes_it(tmp_path):
     with pytest.raises(UserError, match=r"`ddpx recipe mnist_convnet dataset.download=true`"):
         build_mnist(request(tmp_path, MNIST_PARAMS))
+
+
+def test_cifar_batches_with_labels_or_images_outside_the_format_name_their_file(tmp_path):
+    """What only the ranks see (the labels inside the pickles) is a UserError naming the file."""
+    import pickle
+
+    write_cifar10(tmp_path, n_per_batch=20, n_test=20)
+    batch = tmp_path / "cifar-10-batches-py" / "data_batch_2"
+    entry = pickle.loads(batch.read_bytes())
+    batch.write_bytes(pickle.dumps({**entry, "labels": [*entry["labels"][:-1], 10]}))
+    with pytest.raises(UserError, match=r"data_batch_2' holds label\(s\) 10, outside the task's 10 classes"):
+        build_cifar10(request(tmp_path, CIFAR_PARAMS, verify=False))
+    batch.write_bytes(pickle.dumps({**entry, "data": entry["data"][:, :1024]}))  # one channel, not three
+    with pytest.raises(UserError, match=r"data_batch_2' holds images of shape \(20, 1024\) and 20 labels"):
+        build_cifar10(request(tmp_path, CIFAR_PARAMS, verify=False))

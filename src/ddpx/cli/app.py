@@ -2,7 +2,8 @@
 
 Heavy libraries (torch, mlflow) are imported only inside the commands that need them, so
 ``--help``, ``ddpx recipes`` and ``ddpx show`` stay fast. A user mistake is one ``Error:``
-paragraph and exit code 2; a job that fails is its first rank's error, shown once, and exit 1.
+paragraph and exit code 2; a job that fails is its first rank's error, shown once, and exit 1; a
+full disk met anywhere is the paragraph naming it, and exit 1.
 """
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ class DdpxGroup(click.Group):
         except JobFailed as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except Exception as exc:  # a full disk anywhere else is named too, never a traceback
+            from ddpx.records.atomic_save import disk_full_error
+
+            full = disk_full_error(exc, None)
+            if full is None:
+                raise
+            click.echo(f"Error: {full.message}", err=True)
+            ctx.exit(1)
 
 
 def console():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 from ddpx.config.recipe import Recipe
 from ddpx.contract.errors import JobFailed, UserError
@@ -15,8 +16,9 @@ from ddpx.contract.specs import LaunchOutcome
 from ddpx.launch.job import Job
 from ddpx.launch.signals import signals_reach_the_ranks
 from ddpx.plugin_host.registry import Registry
+from ddpx.records.atomic_save import RESUME_FIX, disk_full_error, disk_full_message
 from ddpx.records.failures import clear_failures, job_failure
-from ddpx.records.run_dir import RunDir, latest_run_dir
+from ddpx.records.run_dir import DEFAULT_ROOT, RunDir, latest_run_dir
 from ddpx.records.stalls import clear_stalls, describe_stalls, read_stalls
 from ddpx.records.tracking import close_tracking_run
 
@@ -36,7 +38,11 @@ def prepare_run_dir(recipe: Recipe, job: Job) -> RunDir:
             return latest
         print(f"ddpx: no earlier run of {recipe.name} with a checkpoint; starting a new one")
     run_dir = RunDir.create(recipe.name, runs_dir)
-    run_dir.recipe_file.write_text(recipe.to_toml(), encoding="utf-8")
+    try:
+        run_dir.recipe_file.write_text(recipe.to_toml(), encoding="utf-8")
+    except OSError:
+        shutil.rmtree(run_dir.path, ignore_errors=True)
+        raise
     return run_dir
 
 
@@ -57,28 +63,69 @@ def run_job(registry: Registry, recipe: Recipe, job: Job) -> RunSummary | None:
     or when the launcher handed the job to a batch system and returned.
     """
     prepare_job(registry, recipe, job)
-    return launch_job(registry, job)
+    try:
+        return launch_job(registry, job)
+    except UserError:  # the launcher refused the job (sbatch, say): a usage error leaves nothing behind
+        discard_unstarted(job.run_dir)
+        raise
+    except OSError as exc:  # a full disk before the ranks wrote anything (the launcher's own files)
+        full = disk_full_error(exc, job.run_dir.path, "the launcher's files", "Free space there, or give --run-dir "
+                               "a folder on a larger disk.")
+        if full is None:
+            raise
+        discard_unstarted(job.run_dir)
+        raise full from None
 
 
 def prepare_job(registry: Registry, recipe: Recipe, job: Job) -> None:
-    """The job's run folder, with ``job.json`` written, and its tracking store ready."""
-    job.run_dir = prepare_run_dir(recipe, job)
-    job.save()
-    tracker = registry.get("trackers", job.launch.tracking)
-    if tracker.prepare is not None and job.launch.node_rank == 0:
-        tracker.prepare(job)
+    """The job's run folder, with ``job.json`` written, and its tracking store ready; a full disk
+    is a :class:`UserError` naming it, and leaves no half-made run folder."""
+    try:
+        job.run_dir = prepare_run_dir(recipe, job)
+        job.save()
+        tracker = registry.get("trackers", job.launch.tracking)
+        if tracker.prepare is not None and job.launch.node_rank == 0:
+            tracker.prepare(job)
+    except Exception as exc:
+        folder = job.run_dir.path if job.run_dir else Path(job.launch.runs_dir or DEFAULT_ROOT)
+        full = disk_full_error(exc, folder, "the job's definition", "Free space there, or give --run-dir a folder on a "
+                               "larger disk.")
+        if full is None:
+            raise
+        if job.run_dir is not None:
+            discard_unstarted(job.run_dir)
+        raise full from None
+
+
+def discard_unstarted(run_dir: RunDir) -> None:
+    """Remove a run folder no rank wrote into (a resumed one always holds a checkpoint: it stays)."""
+    if not run_dir.holds_rank_records():
+        shutil.rmtree(run_dir.path, ignore_errors=True)
 
 
 def launch_job(registry: Registry, job: Job) -> RunSummary | None:
-    """Hand a prepared job to its launcher and read what its ranks left (see :func:`run_job`)."""
+    """Hand a prepared job to its launcher and read what its ranks left (see :func:`run_job`).
+    A launcher that refuses the job (a :class:`UserError`) leaves the tracking store as it was,
+    unless ranks had started and opened (or continued) a run: that run is marked FAILED."""
     launcher = registry.get("launchers", job.launch.launcher)
+    before = _stamp(job.run_dir.tracking_file)
     try:
         with signals_reach_the_ranks():
             outcome: LaunchOutcome = launcher.launch(job)
     except UserError as exc:
-        close_tracking_run(registry, job, "FAILED", exc.message)
+        if _stamp(job.run_dir.tracking_file) not in (None, before):
+            close_tracking_run(registry, job, "FAILED", exc.message)
         raise
     return read_outcome(registry, job, outcome)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """Which version of a file is there (rank 0 replaces ``tracking.json`` whenever it writes it)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns
 
 
 def read_outcome(registry: Registry, job: Job, outcome: LaunchOutcome) -> RunSummary | None:
@@ -115,8 +162,8 @@ def no_record_message(run_dir: RunDir, status: int) -> str:
     message = f"the job exited with status {status} and no rank recorded an error; see {run_dir.path}{log}"
     free = shutil.disk_usage(run_dir.path).free
     if free < 1 << 20:  # a rank cannot record its error on a full disk
-        message += (f". The disk holding the run folder has {free // 1024} KiB free: no space left is the likely "
-                    "cause. Free space there, or give --run-dir a folder on a larger disk.")
+        return (f"the job exited with status {status}, and no rank could record its error: the likely cause is "
+                + disk_full_message(run_dir.path, "their records", RESUME_FIX))
     return message
 
 

@@ -41,7 +41,16 @@ def run_trial_job(job_file: str) -> int:
         outcome = {"status": "FAILED", "exit_code": 2, "error": exc.message}
     except KeyboardInterrupt:
         outcome = {"status": "FAILED", "exit_code": 130, "error": "interrupted before its ranks started"}
-    write_json_atomically(job.run_dir.path / OUTCOME_FILE, outcome)
+    try:
+        write_json_atomically(job.run_dir.path / OUTCOME_FILE, outcome)
+    except OSError as exc:  # the sweep reads the status, and the paragraph in trial.log
+        from ddpx.records.atomic_save import disk_full_error
+
+        full = disk_full_error(exc, job.run_dir.path, "the trial's outcome")
+        if full is None:
+            raise
+        print(f"Error: {full.message}", file=sys.stderr)
+        return 1
     return int(outcome["exit_code"])
 
 

@@ -16,8 +16,10 @@ import os
 import signal
 import sys
 import warnings
+from pathlib import Path
 
 from ddpx.launch.job import Job
+from ddpx.records.atomic_save import RESUME_FIX, disk_full_cause, disk_full_error
 from ddpx.records.failures import record_failure
 
 WORKER_MODULE = "ddpx.rank.worker"
@@ -54,11 +56,29 @@ def run_rank(job_file: str) -> None:
         _run(job)
     except Preempted as exc:
         if rank == 0:
-            job.run_dir.stopped_file.write_text(json.dumps({"reason": str(exc)}), encoding="utf-8")
+            try:
+                job.run_dir.stopped_file.write_text(json.dumps({"reason": str(exc)}), encoding="utf-8")
+            except OSError as error:  # a full disk: the stop is recorded as its failure
+                record_failure(job.run_dir, rank, disk_full_failure(error, job) or error)
+                raise SystemExit(1) from None
         raise SystemExit(Preempted.exit_code) from None
     except BaseException as exc:  # noqa: BLE001 - every failure is recorded, then the rank exits
-        record_failure(job.run_dir, rank, exc)
+        record_failure(job.run_dir, rank, disk_full_failure(exc, job) or exc)
         raise SystemExit(130 if isinstance(exc, KeyboardInterrupt) else 1) from None
+
+
+def disk_full_failure(exc: BaseException, job: Job) -> Exception | None:
+    """A failure a full disk caused, wherever the write was, as the paragraph naming disk and folder."""
+    cause = disk_full_cause(exc)
+    if cause is None:
+        return None
+    filename = getattr(cause, "filename", None)
+    failed = Path(os.fsdecode(filename)) if filename else job.run_dir.path
+    in_run_dir = job.run_dir.path in [failed, *failed.parents]
+    full = disk_full_error(exc, job.run_dir.path, "a file of the run" if in_run_dir else "a file",
+                           RESUME_FIX if in_run_dir else "Free space there.")
+    full.__cause__ = exc  # failures/rank-N.json keeps where it happened; the user sees the paragraph
+    return full
 
 
 def _run(job: Job) -> None:

@@ -11,6 +11,7 @@ from typing import Any, Callable, Mapping
 
 from ddpx.contract.records import DatasetRecord
 from ddpx.contract.specs import Tracker
+from ddpx.records.atomic_save import disk_full_cause
 
 
 class GuardedTracker:
@@ -28,7 +29,9 @@ class GuardedTracker:
         try:
             fn(self._tracker)
         except Exception as exc:
-            self.error = f"{type(exc).__name__}: {exc}"
+            full = disk_full_cause(exc)  # said in a line, not with the store's whole statement
+            self.error = (f"no space left on the tracking store's disk ({full})" if full
+                          else f"{type(exc).__name__}: {exc}")
             self._warn(
                 f"tracking failed while trying to {what} ({self.error}); training goes on without it, and every "
                 "metric is still written to the run folder (metrics.jsonl, summary.json)."

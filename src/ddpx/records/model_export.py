@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping
 import torch
 
 from ddpx.contract.errors import PluginError, UserError
-from ddpx.records.atomic_save import save_atomically
+from ddpx.records.atomic_save import removed_if_failed, save_atomically
 
 FORMAT = "ddpx-model"
 STATE_FILE = "state_dict.pt"
@@ -42,7 +42,8 @@ def write_model_files(folder: Path, state_dict: Mapping[str, torch.Tensor], conf
     folder.mkdir(parents=True, exist_ok=True)
     state_path, spec_path = folder / STATE_FILE, folder / SPEC_FILE
     save_atomically({k: v.detach().cpu() for k, v in state_dict.items()}, state_path, "the best model's weights")
-    spec_path.write_text(spec, encoding="utf-8")
+    with removed_if_failed(spec_path):
+        spec_path.write_text(spec, encoding="utf-8")
     return [state_path, spec_path]
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ddpx.contract.errors import UserError
 from ddpx.contract.names import check_path_name
+from ddpx.records.atomic_save import disk_full_error
 
 DEFAULT_ROOT = "ddpx-runs"
 
@@ -44,8 +45,10 @@ class RunDir:
         try:
             path.mkdir(parents=True, exist_ok=False)
         except OSError as exc:
-            raise UserError(f"cannot create the run folder {path}: {exc.strerror or exc}. Choose a folder you can "
-                            "write to with --run-dir DIR (the default is ./ddpx-runs).") from None
+            full = disk_full_error(exc, path.parent, "the run folder", "Free space there, or give --run-dir a folder "
+                                   "on a larger disk.")
+            raise full or UserError(f"cannot create the run folder {path}: {exc.strerror or exc}. Choose a folder you "
+                                    "can write to with --run-dir DIR (the default is ./ddpx-runs).") from None
         return cls(path.resolve())
 
     @property
@@ -95,6 +98,12 @@ class RunDir:
     @property
     def torchrun_logs(self) -> Path:
         return self.path / "torchrun-logs"
+
+    def holds_rank_records(self) -> bool:
+        """Whether anything of a rank's (or a launcher's log) is here: more than the job's definition."""
+        written = (self.checkpoints, self.metrics_file, self.summary_file, self.stopped_file, self.tracking_file,
+                   self.failures, self.path / "stalls", self.launcher_log, self.torchrun_logs)
+        return any(path.exists() for path in written)
 
 
 def latest_run_dir(recipe_name: str, base: str | None) -> RunDir | None:

@@ -15,7 +15,7 @@ from ddpx.config.values import flatten
 from ddpx.contract.records import RunSummary
 from ddpx.contract.specs import MetricSpec
 from ddpx.launch.job import Job
-from ddpx.records.atomic_save import write_json_atomically
+from ddpx.records.atomic_save import append_line, write_json_atomically
 from ddpx.records.guarded_tracker import GuardedTracker
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -83,8 +83,7 @@ def _version(dist: str) -> str:
 
 def append_metrics(path: Path, record: Mapping[str, Any]) -> None:
     """One JSON line per epoch in the run folder."""
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(dict(record)) + "\n")
+    append_line(path, json.dumps(dict(record)))
 
 
 def record_result(tracker: GuardedTracker, job: Job, registry: "Registry", summary: RunSummary) -> None:
@@ -127,7 +126,11 @@ def start_job_run(registry: "Registry", job: Job, device_type: str, warn: Callab
         if not resume_run_id:
             tracker.log_artifact(job.run_dir.recipe_file)
         logged = read_tracking_record(job).get("epochs_logged", 0) if resume_run_id else 0
-        write_tracking_record(job, tracker, logged)
+        try:
+            write_tracking_record(job, tracker, logged)
+        except OSError as exc:  # a full disk, say: the run is still recorded (and closed by the caller)
+            warn(f"the run's id could not be noted in {job.run_dir.tracking_file} ({exc.strerror or exc}); "
+                 "`ddpx upload` cannot continue this run later.")
     return tracker
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,14 +29,41 @@ def inside_allocation() -> bool:
     return "SLURM_JOB_ID" in os.environ
 
 
+def _not_installed(command: str) -> UserError:
+    return UserError(f"--launcher slurm needs the Slurm commands (`{command}` is not installed here). Run on a "
+                     "Slurm login node, or use --launcher spawn or torchrun.")
+
+
 def _slurm(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     try:
         return subprocess.run(list(args), capture_output=True, text=True, check=check)
     except FileNotFoundError:
-        raise UserError(f"--launcher slurm needs the Slurm commands (`{args[0]}` is not installed here). Run on a "
-                        "Slurm login node, or use --launcher spawn or torchrun.") from None
+        raise _not_installed(args[0]) from None
     except subprocess.CalledProcessError as exc:
         raise UserError(f"`{' '.join(args)}` failed: {exc.stderr.strip() or exc.stdout.strip()}") from None
+
+
+def submit(script) -> str:
+    """Hand the script to sbatch; its job id. A refusal is a :class:`UserError` quoting sbatch."""
+    try:
+        result = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True)
+    except FileNotFoundError:
+        raise _not_installed("sbatch") from None
+    if result.returncode != 0:
+        why = " ".join((result.stderr.strip() or result.stdout.strip() or f"exit status {result.returncode}").split())
+        raise UserError(f"Slurm refused the job, so nothing was submitted or recorded: {why}. Fix what sbatch names "
+                        "(--partition, --time, --account, an --sbatch-arg, or the --nnodes/--nproc the cluster can "
+                        "give) and run the command again; --dry-run prints the script sbatch is given.")
+    return result.stdout.strip().split(";")[0]
+
+
+def check(job: Job) -> None:
+    """Before the run folder is made: the command this launch needs is installed."""
+    if job.launch.launcher_options.get("dry_run"):
+        return
+    command = "srun" if inside_allocation() else "sbatch"
+    if shutil.which(command) is None:
+        raise _not_installed(command)
 
 
 def job_state(job_id: str) -> tuple[str, int]:
@@ -74,7 +102,7 @@ def launch(job: Job) -> LaunchOutcome:
         print(script.read_text(encoding="utf-8"), end="")
         print(f"# dry run: written to {script}; submit it with `sbatch {shlex.quote(str(script))}`")
         return LaunchOutcome(0, detached=True)
-    job_id = _slurm("sbatch", "--parsable", str(script)).stdout.strip().split(";")[0]
+    job_id = submit(script)
     log = job.run_dir.path / f"slurm-{job_id}.out"
     (job.run_dir.path / "slurm-job-id").write_text(job_id, encoding="utf-8")
     print(f"ddpx: submitted Slurm job {job_id}; log: {log}")
@@ -123,7 +151,7 @@ OPTIONS = (
 @hookimpl
 def register_launchers(register):
     register(LauncherSpec("slurm", "Slurm: sbatch (or srun inside an allocation), requeue on preemption", launch,
-                          submits=submits, detaches=detaches, options=OPTIONS))
+                          submits=submits, detaches=detaches, options=OPTIONS, check=check))
 
 
 @hookimpl

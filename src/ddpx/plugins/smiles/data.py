@@ -12,7 +12,7 @@ from ddpx.plugins.smiles.dataset import SmilesDataset, collate
 from ddpx.plugins.smiles.download import ensure_file
 from ddpx.plugins.smiles.enumeration import EnumeratedSmilesDataset, encoded, enumerate_all
 from ddpx.plugins.smiles.scaling import SCALER_KEY, fit_scaler, standardised
-from ddpx.plugins.smiles.splits import random_split, scaffold_split
+from ddpx.plugins.smiles.splits import check_random_split, random_split, scaffold_split
 from ddpx.plugins.smiles.tokenizer import Vocabulary
 
 
@@ -45,9 +45,13 @@ def check_smiles_params(params: Mapping[str, Any], default_path: Callable[[], Pa
         require_rdkit("dataset.enumerate / dataset.eval_enumerate")
     if not path.is_file():
         return None
-    # an empty, binary or mislabelled file is a usage error now, not in every rank
-    return read_smiles_csv(path, params["smiles_column"], label_columns(params), strict=params["strict"],
-                           regression=regression)
+    # an empty, binary or mislabelled file, or one too small for its split, is a usage error now, not in every rank
+    table = read_smiles_csv(path, params["smiles_column"], label_columns(params), strict=params["strict"],
+                            regression=regression)
+    if params["split"] == "random":  # the scaffold split needs RDKit's scaffolds: checked on the ranks
+        check_random_split(table.labels, params["heldout_fraction"], params["dev_fraction"], source=f"'{path}'",
+                           stratify=len(table.label_names) == 1 and not regression)
+    return table
 
 
 def build_smiles_data(request: DataRequest, default_path: Callable[[], Path | None], missing_hint: str,
@@ -59,7 +63,7 @@ def build_smiles_data(request: DataRequest, default_path: Callable[[], Path | No
     ensure_file(path, p["url"], download=p["download"], is_local_main=request.is_local_main, barrier=request.barrier,
                 missing_hint=missing_hint.format(path=path, url=p["url"]))
     table = read_table(path, p, regression, request.log)
-    splits = split_table(table, p, request.seed, request.log)
+    splits = split_table(table, p, request.seed, request.log, f"'{path}'")
     info: dict[str, Any] = {"molecules": len(table.labels), "labels": table.label_names,
                             "task_type": "regression" if regression else "classification"}
     labels = split_labels(table, splits, info)
@@ -82,15 +86,15 @@ def read_table(path: Path, p: Mapping[str, Any], regression: bool, log: Callable
     return table
 
 
-def split_table(table: SmilesTable, p: Mapping[str, Any], seed: int,
-                log: Callable[[str], None]) -> dict[str, Sequence[int]]:
+def split_table(table: SmilesTable, p: Mapping[str, Any], seed: int, log: Callable[[str], None],
+                source: str) -> dict[str, Sequence[int]]:
     """Train, dev and held-out row indices: scaffold sets, or random (stratified for one class label)."""
     if p["split"] == "scaffold":
-        train, dev, heldout = scaffold_split(table.smiles, p["heldout_fraction"], p["dev_fraction"])
+        train, dev, heldout = scaffold_split(table.smiles, p["heldout_fraction"], p["dev_fraction"], source=source)
     else:
         stratify = len(table.label_names) == 1 and not table.regression
         train, dev, heldout = random_split(table.labels, seed, p["heldout_fraction"], p["dev_fraction"],
-                                           stratify=stratify)
+                                           stratify=stratify, source=source)
     splits = {"train": train, "dev": dev, "heldout": heldout}
     if len(table.label_names) > 1 and not table.regression:
         log_one_class_labels(table, {"dev": dev, "held-out": heldout}, log)

@@ -8,24 +8,80 @@ MoleculeNet's deterministic scaffold splitter — molecules grouped by Bemis–M
 sets taken largest first, each into training if it still fits under its share, else into dev
 if that fits, else held out — so held-out scaffolds are unseen. With ``heldout_fraction`` 0.1
 and ``dev_fraction`` 1/9 it is MoleculeNet's 80/10/10.
+
+A file too small for its split, or with too few molecules of one label for a stratified one,
+is refused with the counts and the fix (:func:`check_random_split`): every split must hold a
+molecule, and a stratified split must be sure to put each label in every split, or the dev and
+held-out ROC-AUC are undefined. The check counts only, so it runs before launch as well.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from typing import Sequence
-
-import numpy as np
+import math
+from collections import Counter, defaultdict
+from typing import TYPE_CHECKING, Sequence
 
 from ddpx.api import UserError
 
-Split = tuple[np.ndarray, np.ndarray, np.ndarray]
+if TYPE_CHECKING:
+    import numpy as np
+
+Split = tuple["np.ndarray", "np.ndarray", "np.ndarray"]
+MOST_ADDED = 100_000  # how far the fix's "at least N" looks
+
+
+def split_sizes(n: int, heldout_fraction: float, dev_fraction: float) -> tuple[int, int, int]:
+    """(train, dev, held-out) sizes of a random split of ``n``, rounded as scikit-learn rounds them."""
+    heldout = math.ceil(heldout_fraction * n)
+    dev = math.ceil(dev_fraction * (n - heldout))
+    return n - heldout - dev, dev, heldout
+
+
+def _label_in_every_split(count: int, n: int, heldout_fraction: float, dev_fraction: float) -> bool:
+    """A stratified split of ``n`` gives each part at least the floor of the label's share of it,
+    so ``count`` molecules of a label surely reach train, dev and held-out when every share is 1 or more."""
+    heldout = math.ceil(heldout_fraction * n)
+    visible = n - heldout
+    if count * heldout < n or count * visible < n:
+        return False
+    visible_count = count * visible // n
+    dev = math.ceil(dev_fraction * visible)
+    return visible_count * dev >= visible and visible_count * (visible - dev) >= visible
+
+
+def check_random_split(labels: Sequence, heldout_fraction: float, dev_fraction: float, *, stratify: bool,
+                       source: str = "the dataset file") -> None:
+    """Refuse a random split that would leave a split empty or, stratified, without one of the labels."""
+    n = len(labels)
+    fractions = f"dataset.heldout_fraction={heldout_fraction:g}, dataset.dev_fraction={dev_fraction:g}"
+    if min(split_sizes(n, heldout_fraction, dev_fraction)) < 1:
+        need = next((m for m in range(n + 1, n + MOST_ADDED) if min(split_sizes(m, heldout_fraction, dev_fraction))),
+                    n + MOST_ADDED)
+        raise UserError(f"{source} has {n} molecule(s), too few to split into training, dev and held-out molecules "
+                        f"({fractions}). Use a file with at least {need} molecules.")
+    if not stratify:
+        return
+    counts = Counter(labels)
+    if len(counts) < 2:
+        raise UserError(f"{source} has {n} molecule(s), all with label {next(iter(counts))}: ROC-AUC needs both "
+                        "labels. Use a file with molecules of each label.")
+    for label, count in sorted(counts.items(), key=lambda item: item[1]):
+        if not _label_in_every_split(count, n, heldout_fraction, dev_fraction):
+            need = next((k for k in range(count + 1, count + MOST_ADDED)
+                         if _label_in_every_split(k, n - count + k, heldout_fraction, dev_fraction)), "more")
+            raise UserError(
+                f"{source} has {n} molecules, only {count} of them with label {label}: too few for a stratified "
+                f"random split to put label {label} in each of the training, dev and held-out splits ({fractions}), "
+                f"and the dev and held-out ROC-AUC need it there. Add molecules with label {label} (at least {need} "
+                "in all with these fractions)" + (", or raise the fractions." if count >= 3 else "."))
 
 
 def random_split(labels: Sequence, seed: int, heldout_fraction: float, dev_fraction: float, *,
-                 stratify: bool = True) -> Split:
+                 stratify: bool = True, source: str = "the dataset file") -> Split:
+    import numpy as np
     from sklearn.model_selection import train_test_split
 
+    check_random_split(labels, heldout_fraction, dev_fraction, stratify=stratify, source=source)
     labels = np.asarray(labels)
     index = np.arange(len(labels))
     try:
@@ -41,7 +97,10 @@ def random_split(labels: Sequence, seed: int, heldout_fraction: float, dev_fract
     return train, dev, heldout
 
 
-def scaffold_split(smiles: Sequence[str], heldout_fraction: float, dev_fraction: float) -> Split:
+def scaffold_split(smiles: Sequence[str], heldout_fraction: float, dev_fraction: float, *,
+                   source: str = "the dataset file") -> Split:
+    import numpy as np
+
     from ddpx.plugins.smiles.chem import murcko_scaffold
 
     groups: dict[str, list[int]] = defaultdict(list)
@@ -63,5 +122,9 @@ def scaffold_split(smiles: Sequence[str], heldout_fraction: float, dev_fraction:
         else:
             heldout += group
     if not dev or not heldout:
-        raise UserError("the scaffold split left the dev or held-out split empty; the file has too few distinct scaffolds.")
+        empty = " and ".join(name for name, part in (("dev", dev), ("held-out", heldout)) if not part)
+        raise UserError(f"{source} has {n} molecule(s) with {len(groups)} distinct scaffold(s), too few for a scaffold "
+                        f"split: it left the {empty} split empty (dataset.heldout_fraction={heldout_fraction:g}, "
+                        f"dataset.dev_fraction={dev_fraction:g}). Use a file with more molecules of different "
+                        "scaffolds, or dataset.split=random.")
     return np.array(train), np.array(dev), np.array(heldout)

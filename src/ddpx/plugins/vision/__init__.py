@@ -65,7 +65,7 @@ def check_mnist(params):
     if not mnist_missing(root):
         from ddpx.plugins.vision.file_checks import check_mnist_files
 
-        check_mnist_files(root / "MNIST" / "raw")
+        check_mnist_files(root / "MNIST" / "raw", dev_fraction=params["dev_fraction"])
 
 
 def check_cifar10(params):

@@ -29,9 +29,13 @@ class ImageSpec:
     flip: bool
 
 
-def stratified_dev_split(targets: torch.Tensor, fraction: float, seed: int):
+def stratified_dev_split(targets: torch.Tensor, fraction: float, seed: int, source: str = "the training set"):
     from sklearn.model_selection import train_test_split
 
+    from ddpx.plugins.vision.file_checks import check_dev_split
+
+    labels, counts = targets.unique(return_counts=True)
+    check_dev_split(dict(zip(labels.tolist(), counts.tolist())), fraction, source)
     index = torch.arange(len(targets)).numpy()
     try:
         train, dev = train_test_split(index, test_size=fraction, stratify=targets.numpy(), random_state=seed)
@@ -63,9 +67,23 @@ def choose_loader(requested: str, nbytes: int, device: torch.device | None, log)
     return "torchvision"
 
 
+def check_targets(targets: torch.Tensor, num_classes: int, what: str) -> None:
+    """Every label a class of the task: one outside would stop training with an index error."""
+    if len(targets) and not (0 <= int(targets.min()) and int(targets.max()) < num_classes):
+        bad = sorted({int(t) for t in targets[(targets < 0) | (targets >= num_classes)].unique()})
+        raise UserError(f"the {what} holds label(s) {', '.join(map(str, bad[:5]))}, outside the task's {num_classes} "
+                        f"classes (0 to {num_classes - 1}). Replace its files with the dataset's own (dataset.download"
+                        "=true fetches them).")
+
+
 def build_image_splits(request: DataRequest, train_set, test_set, spec: ImageSpec, info: dict) -> TaskData:
     (train_images, train_targets), (test_images, test_targets) = train_set, test_set
-    train_idx, dev_idx = stratified_dev_split(train_targets, request.params["dev_fraction"], request.seed)
+    from ddpx.plugins.vision.sources import dataset_root
+
+    for targets, split in ((train_targets, "training"), (test_targets, "test")):
+        check_targets(targets, info["num_classes"], f"{split} set in {dataset_root(request.params)}")
+    train_idx, dev_idx = stratified_dev_split(train_targets, request.params["dev_fraction"], request.seed,
+                                              f"the training set in {dataset_root(request.params)}")
     splits = {
         "train": (train_images[train_idx], train_targets[train_idx], True),
         "dev": (train_images[dev_idx], train_targets[dev_idx], False),
@@ -83,7 +101,5 @@ def build_image_splits(request: DataRequest, train_set, test_set, spec: ImageSpe
         else:
             made[name] = TransformedImages(images, targets, transform_pipeline(
                 spec.mean, spec.std, crop_padding=crop, flip=flip, size=spec.size))
-    from ddpx.plugins.vision.sources import dataset_root
-
     return TaskData(train=made["train"], dev=made["dev"], heldout=made["heldout"], info={**info, "loader": loader},
                     source=str(dataset_root(request.params)))

@@ -68,6 +68,9 @@ def load_mnist(request) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.
     missing = mnist_missing(root)
     if missing:
         raise missing_data_error("mnist_convnet", "MNIST", root, missing, "MNIST/raw")
+    from ddpx.plugins.vision.file_checks import check_mnist_files
+
+    check_mnist_files(root / "MNIST" / "raw")  # again here: a download, or files changed since the launch
     splits = []
     for train in (True, False):
         ds = MNIST(str(root), train=train, download=False)

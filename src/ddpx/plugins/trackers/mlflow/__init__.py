@@ -54,6 +54,8 @@ class MlflowTracker:
         from ddpx.plugins.trackers.mlflow.store import bound_http_retries, check_server, is_http, resolve_uri
 
         logging.getLogger("mlflow").setLevel(logging.WARNING)  # no schema-migration chatter
+        # a failed statement is logged there with its traceback, then raised: ddpx reports it once, in a line
+        logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
         self.metric, self.higher_is_better = tags.get("ddpx.metric"), tags.get("ddpx.metric_direction") != "min"
         self.uri = resolve_uri(self.uri)
         if is_http(self.uri):

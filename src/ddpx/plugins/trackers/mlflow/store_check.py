@@ -4,6 +4,7 @@ importing mlflow, so a wrong URI is exit 2 in a second, never a run that "finish
 - a scheme MLflow does not store runs in (``sqlit://``, ``ftp://``) is an error naming the ones it does;
 - an sqlite file must be creatable or writable: its folder exists and can be written;
 - a file store's folder (``file:///...`` or a plain path) must be creatable;
+- either must be on a disk with 1 MiB free at least;
 - a server must answer ``/health`` within a few seconds.
 """
 
@@ -18,6 +19,7 @@ from ddpx.plugins.trackers.mlflow.store import StoreUnreachable, check_server
 
 SCHEMES = ("sqlite", "file", "http", "https", "postgresql", "mysql", "mssql", "databricks", "databricks-uc")
 DEFAULT_URI = "sqlite:///mlflow.db"  # MLflow's own default, in the working directory
+MIN_FREE_BYTES = 1 << 20  # less, and a run's first records may not fit
 
 
 def store_uri(job: Job) -> str:
@@ -58,6 +60,7 @@ def _check_sqlite(uri: str) -> None:
     if not path.parent.is_dir():
         raise UserError(f"--tracking-uri {uri!r}: the folder {path.parent} does not exist. Create it, or point the "
                         "store at an existing folder (sqlite:///mlflow.db keeps it here).")
+    _check_space(path.parent, uri)
     if not path.exists() or path.stat().st_size == 0:
         _probe(path.parent, uri)
         return
@@ -113,7 +116,26 @@ def _check_folder(path: Path, uri: str) -> None:
     existing = path
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
+    _check_space(existing, uri)
     _probe(existing, uri)
+
+
+def _check_space(folder: Path, uri: str) -> None:
+    """A store on a full disk records nothing: refused now, naming the disk."""
+    import shutil
+
+    try:
+        usage = shutil.disk_usage(folder)
+    except OSError:
+        return
+    free = usage.free
+    if usage.total and free < MIN_FREE_BYTES:  # (a pseudo file system, /proc, has no size: the probe speaks)
+        mount = folder.resolve()
+        while not os.path.ismount(mount) and mount != mount.parent:
+            mount = mount.parent
+        raise UserError(f"--tracking-uri {uri!r}: no space left on the device holding {folder.resolve()} (the disk "
+                        f"mounted at {mount}: {free // 1024} KiB free), so no run could be recorded. Free space there, "
+                        "point --tracking-uri at a store on another disk, or train without tracking (--tracking none).")
 
 
 def _probe(folder: Path, uri: str) -> None:

@@ -26,13 +26,19 @@ TRAIN_PARAMS: dict[str, Param] = {
     "precision": Param("fp32", "fp32 (or 32), or bf16 / fp16 mixed precision with torch.autocast (fp16 needs a GPU)",
                        choices=("fp32", "32", "bf16", "fp16")),
     "lr_schedule": Param("constant", "learning-rate schedule, stepped every optimizer step (a registered schedule: "
-                         "constant, step, cosine, onecycle, or a plugin's)", registry="schedules"),
+                         "constant, step, cosine, onecycle, noam, or a plugin's)", registry="schedules"),
     "warmup_steps": Param(0, "optimizer steps of linear warm-up to train.lr before the schedule starts", minimum=0),
     "warmup_fraction": Param(0.0, "warm-up as a fraction of the run's optimizer steps (instead of train.warmup_steps)",
                              minimum=0, below=1),
     "lr_decay_every": Param(30, "the step schedule: epochs between decays", minimum=1),
     "lr_decay_factor": Param(0.1, "the step schedule: the factor the rate is multiplied by at each decay", above=0,
                              maximum=1),
+    "noam_warmup_epochs": Param(2, "the noam schedule: epochs of linear warm-up from train.noam_init_lr_ratio × "
+                                "train.lr to train.lr", minimum=0),
+    "noam_init_lr_ratio": Param(0.1, "the noam schedule: the first step's learning rate as a fraction of train.lr",
+                                above=0, maximum=1),
+    "noam_final_lr_ratio": Param(0.1, "the noam schedule: the learning rate at the end of the run as a fraction of "
+                                 "train.lr (reached by exponential decay after the warm-up)", above=0, maximum=1),
     "channels_last": Param(False, "channels-last memory format for 4-D inputs (convnets)"),
     "compile": Param(False, "wrap the DDP model in torch.compile"),
     "sampler": Param("distributed", "training sampler (a registered sampler name)", registry="samplers"),

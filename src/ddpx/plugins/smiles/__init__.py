@@ -50,8 +50,11 @@ def register_tasks(register):
 
 @hookimpl
 def register_models(register):
+    from ddpx.plugins.smiles.dmpnn_spec import DMPNN_MODEL
+
     register(ModelSpec("smiles_rnn", "embedding + bidirectional LSTM/GRU over packed SMILES tokens", build_model,
                        params=MODEL_PARAMS, inputs="smiles_tokens"))
+    register(DMPNN_MODEL)
 
 
 @hookimpl

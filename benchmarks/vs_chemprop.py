@@ -1,0 +1,254 @@
+"""ddpx's ``dmpnn`` beside Chemprop itself: the same split, the same settings, held-out ROC-AUC
+and time, over seeds, as a Markdown table (docs/results.md, docs/performance.md).
+
+    python benchmarks/vs_chemprop.py --set bbbp --data ../shared/data/bbbp/BBBP.csv
+    python benchmarks/vs_chemprop.py --set bace --data ../shared/data/moleculenet/bace.csv --seeds 0
+
+For each seed it runs
+
+- Chemprop's own command line, ``chemprop train`` (the ``chemprop`` beside this Python), on the
+  exact split ddpx uses: ddpx builds the task's data as its ranks do (MoleculeNet's scaffold split
+  80/10/10 of the recipe; the molecules RDKit cannot parse left out), and the molecules it keeps
+  are written as a CSV and their train/dev/held-out rows as a Chemprop splits file (``--splits-file``:
+  a JSON list of ``{"train": [...], "val": [...], "test": [...]}``). Chemprop's defaults otherwise
+  (50 epochs, batch 64, hidden 300, depth 3, its learning-rate schedule), once keeping the epoch
+  of lowest validation loss (its default) and once the epoch of highest validation ROC-AUC
+  (``--tracking-metric roc``, as ddpx selects);
+- ``ddpx recipe <set>_dmpnn --tracking none`` on 1 rank (batch 64) and on 2 ranks (batch 32 per
+  rank: the same 64 molecules per optimizer step as Chemprop's), through the spawn launcher.
+
+Held-out ROC-AUC is computed the same way for both (scikit-learn, over the same held-out molecules:
+the script checks that Chemprop's test molecules are ddpx's held-out molecules, in order). Seconds
+per epoch, training only and whole (with the dev evaluation and the checkpoint): for Chemprop from
+a Lightning callback this script adds to Chemprop's command line (``chemprop.cli.main.main``, what
+the ``chemprop`` command runs, started as ``python vs_chemprop.py --clocked-chemprop FILE train
+...``), which notes when each epoch starts, when its validation starts and when it ends; for ddpx
+from its metrics (``samples_per_s`` and ``epoch_s``). Total: the command's wall time, start to exit,
+both including Python's imports and featurization.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SETS = {  # set: (recipe, extra ddpx overrides for the shared copies of the files)
+    "bbbp": ("bbbp_dmpnn", []),
+    "bace": ("bace_dmpnn", ["dataset.smiles_column=smiles"]),  # the shared copy names the column `smiles`
+    "clintox": ("clintox_dmpnn", []),
+    "tox21": ("tox21_dmpnn", []),
+    "sider": ("sider_dmpnn", []),
+    "hiv": ("hiv_dmpnn", []),
+}
+
+
+def commit() -> str:
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+        return sha + ("+changes" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def ddpx_split(recipe: str, data: Path, overrides: list[str]):
+    """The task's graph data as a rank builds it: ``(smiles, labels, label names, splits)`` with
+    ``splits`` the row indices of train, dev and held-out (in ddpx's order) into ``smiles``."""
+    from ddpx.api import DataRequest
+    from ddpx.config.recipe import resolve_recipe
+    from ddpx.plugin_host.registry import load_registry
+    from ddpx.plugins.smiles.csv_table import read_smiles_csv
+
+    registry = load_registry()
+    recipe_config = resolve_recipe(registry, recipe, [f"dataset.path={data.resolve()}", *overrides])
+    params = recipe_config.config["dataset"]
+    request = DataRequest(params=params, seed=0, rank=0, world_size=1, local_rank=0, barrier=lambda: None,
+                          log=lambda text: print(f"ddpx data: {text}", file=sys.stderr), inputs="molecule_graph")
+    task_data = recipe_config.task.build_data(request)
+    names = list(params["label_columns"]) or [params["label_column"]]
+    table = read_smiles_csv(Path(params["path"]), params["smiles_column"], names, strict=params["strict"])
+    rows = {name: list(getattr(task_data, split).rows) for name, split in
+            (("train", "train"), ("val", "dev"), ("test", "heldout"))}
+    return table.smiles, table.labels, names, rows
+
+
+def write_chemprop_inputs(recipe: str, data: Path, overrides: list[str], folder: Path) -> tuple[list[str], list, list]:
+    """``chemprop.csv`` (the molecules ddpx keeps, in file order) and ``splits.json``; returns the
+    label names and the held-out SMILES and targets, in ddpx's order."""
+    smiles, labels, names, rows = ddpx_split(recipe, data, overrides)
+    kept = sorted(set().union(*rows.values()))
+    position = {row: i for i, row in enumerate(kept)}
+    with (folder / "chemprop.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["smiles", *names])
+        for row in kept:
+            cells = labels[row] if isinstance(labels[row], tuple) else (labels[row],)
+            writer.writerow([smiles[row], *("" if v != v else (int(v) if float(v).is_integer() else v) for v in cells)])
+    splits = [{name: [position[row] for row in part] for name, part in rows.items()}]
+    (folder / "splits.json").write_text(json.dumps(splits), encoding="utf-8")
+    heldout = [labels[row] if isinstance(labels[row], tuple) else (float(labels[row]),) for row in rows["test"]]
+    return names, [smiles[row] for row in rows["test"]], heldout
+
+
+def roc_auc(targets: list, scores: list) -> float:
+    """Mean ROC-AUC over the labels, each over the molecules that have it (as ddpx's metric)."""
+    import numpy as np
+    from sklearn.metrics import roc_auc_score
+
+    t = np.asarray(targets, dtype=float).reshape(len(targets), -1)
+    s = np.asarray(scores, dtype=float).reshape(len(scores), -1)
+    values = []
+    for j in range(t.shape[1]):
+        present = ~np.isnan(t[:, j])
+        if len(set(t[present, j])) == 2:
+            values.append(roc_auc_score(t[present, j], s[present, j]))
+    return float(np.mean(values))
+
+
+def clocked_chemprop(record: Path, argv: list[str]) -> None:
+    """Chemprop's command line with a callback noting each epoch's times in ``record`` (JSON)."""
+    import lightning.pytorch as pl
+
+    class EpochClock(pl.Callback):
+        rows: list = []
+
+        def on_train_epoch_start(self, trainer, module):
+            self.start, self.validation = time.perf_counter(), None
+
+        def on_validation_start(self, trainer, module):
+            if not trainer.sanity_checking:
+                self.validation = time.perf_counter()
+
+        def on_train_epoch_end(self, trainer, module):
+            end = time.perf_counter()
+            self.rows.append({"train_s": (self.validation or end) - self.start, "epoch_s": end - self.start})
+            record.write_text(json.dumps(self.rows), encoding="utf-8")
+
+    clock, base = EpochClock(), pl.Trainer
+
+    class ClockedTrainer(base):
+        def __init__(self, *args, callbacks=None, **kwargs):
+            super().__init__(*args, callbacks=[*(callbacks or []), clock], **kwargs)
+
+    pl.Trainer = ClockedTrainer  # chemprop.cli.train calls pl.Trainer(...)
+    sys.argv = ["chemprop", *argv]
+    from chemprop.cli.main import main
+
+    main()
+
+
+def run_chemprop(folder: Path, names: list[str], heldout: tuple[list, list], seed: int, tracking: str,
+                 epochs: int) -> dict:
+    out = folder / f"chemprop-{tracking}-seed{seed}"
+    clock = folder / f"clock-{tracking}-seed{seed}.json"
+    cmd = [sys.executable, __file__, "--clocked-chemprop", str(clock), "train", "--data-path", str(folder / "chemprop.csv"),
+           "--splits-file", str(folder / "splits.json"), "--task-type", "classification", "--smiles-columns", "smiles",
+           "--target-columns", *names, "--epochs", str(epochs), "--batch-size", "64", "--pytorch-seed", str(seed),
+           "--data-seed", str(seed), "--accelerator", "cpu", "--devices", "1", "--num-workers", "0",
+           "--metrics", "roc", "--tracking-metric", tracking, "--output-dir", str(out)]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+    wall = time.perf_counter() - start
+    if proc.returncode:
+        raise SystemExit(f"chemprop failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    (predictions,) = sorted(out.rglob("test_predictions.csv"))
+    with predictions.open(encoding="utf-8") as handle:
+        table = list(csv.DictReader(handle))
+    smiles, targets = heldout
+    if [r["smiles"] for r in table] != smiles:
+        raise SystemExit(f"Chemprop's test molecules are not ddpx's held-out molecules, in order ({predictions})")
+    scores = [[float(r[n]) for n in names] for r in table]  # the target columns hold Chemprop's probabilities
+    epochs_seen = json.loads(clock.read_text(encoding="utf-8"))
+    return {"value": roc_auc(targets, scores), "epoch_s": statistics.mean(e["train_s"] for e in epochs_seen),
+            "whole_epoch_s": statistics.mean(e["epoch_s"] for e in epochs_seen), "wall_s": wall}
+
+
+def run_ddpx(recipe: str, data: Path, overrides: list[str], seed: int, nproc: int, epochs: int, workdir: Path,
+             train_size: int) -> dict:
+    batch = 64 // nproc  # Chemprop's 64 molecules per optimizer step, whatever the number of ranks
+    cmd = [sys.executable, "-m", "ddpx", "recipe", recipe, "--tracking", "none", "--launcher", "spawn",
+           "--nproc", str(nproc), f"dataset.path={data.resolve()}", *overrides, f"train.seed={seed}",
+           f"train.batch_size={batch}", f"train.max_epochs={epochs}"]
+    runs = workdir / "ddpx-runs"
+    before = set(runs.glob("*")) if runs.is_dir() else set()
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if proc.returncode:
+        raise SystemExit(f"ddpx failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    (run_dir,) = set(runs.glob("*")) - before
+    summary = json.loads((run_dir / "summary.json").read_text())
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    rows = [row for row in map(json.loads, filter(None, lines)) if "epoch_s" in row]
+    return {"value": summary["heldout"]["heldout_roc_auc"],
+            "epoch_s": statistics.mean(train_size / row["samples_per_s"] for row in rows),  # training only
+            "whole_epoch_s": statistics.mean(row["epoch_s"] for row in rows), "wall_s": wall}
+
+
+def summary_row(label: str, results: list[dict]) -> str:
+    values = [r["value"] for r in results]
+    spread = f" ± {statistics.stdev(values):.4f}" if len(values) > 1 else ""
+    per_seed = ", ".join(f"{v:.4f}" for v in values)
+    whole = [r["whole_epoch_s"] for r in results if r["whole_epoch_s"] == r["whole_epoch_s"]]
+    whole_text = f"{statistics.mean(whole):.2f}" if whole else "—"
+    return (f"| {label} | {statistics.mean(values):.4f}{spread} | {per_seed} | "
+            f"{statistics.mean(r['epoch_s'] for r in results):.2f} | {whole_text} | "
+            f"{statistics.mean(r['wall_s'] for r in results):.0f} | {sum(r['wall_s'] for r in results):.0f} |")
+
+
+def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--clocked-chemprop":
+        clocked_chemprop(Path(sys.argv[2]), sys.argv[3:])
+        return
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--set", choices=list(SETS), default="bbbp", help="the MoleculeNet set (its <set>_dmpnn recipe)")
+    parser.add_argument("--data", type=Path, required=True, help="its CSV file (dataset.path)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--epochs", type=int, default=50)
+    parser.add_argument("--runs", nargs="+", default=["chemprop_loss", "chemprop_roc", "ddpx1", "ddpx2"],
+                        choices=["chemprop_loss", "chemprop_roc", "ddpx1", "ddpx2"])
+    args = parser.parse_args()
+    recipe, overrides = SETS[args.set]
+    labels = {"chemprop_loss": "Chemprop `chemprop train` (best epoch: lowest val loss, its default)",
+              "chemprop_roc": "Chemprop `chemprop train --tracking-metric roc` (best epoch: highest val ROC-AUC)",
+              "ddpx1": f"ddpx `{recipe}`, 1 rank, batch 64", "ddpx2": f"ddpx `{recipe}`, 2 ranks × batch 32"}
+    results: dict[str, list[dict]] = {run: [] for run in args.runs}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        names, heldout_smiles, heldout_targets = write_chemprop_inputs(recipe, args.data, overrides, folder)
+        train_size = len(json.loads((folder / "splits.json").read_text())[0]["train"])
+        for seed in args.seeds:
+            for run in args.runs:
+                if run.startswith("chemprop"):
+                    tracking = "val_loss" if run == "chemprop_loss" else "roc"
+                    result = run_chemprop(folder, names, (heldout_smiles, heldout_targets), seed, tracking, args.epochs)
+                else:
+                    result = run_ddpx(recipe, args.data, overrides, seed, int(run[-1]), args.epochs, folder,
+                                      train_size)
+                results[run].append(result)
+                print(f"seed {seed} {run}: {json.dumps(result)}", file=sys.stderr, flush=True)
+    print(f"{date.today()}: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "
+          f"commit {commit()}; {args.set} ({args.data.name}), MoleculeNet's scaffold split 80/10/10 as ddpx makes it "
+          f"({len(heldout_smiles)} held-out molecules), {args.epochs} epochs, seeds {' '.join(map(str, args.seeds))}\n")
+    print("| run | held-out ROC-AUC (mean ± sd) | per seed | s/epoch, training | s/epoch, with dev | "
+          "s/run | s, all seeds |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for run in args.runs:
+        print(summary_row(labels[run], results[run]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""The ``dmpnn`` model: Chemprop's directed message-passing network, assembled from Chemprop's own
+modules (``chemprop.nn``) as Chemprop's ``MPNN`` assembles them, as a plain ``torch.nn.Module``.
+
+Bond message passing (``BondMessagePassing``; ``AtomMessagePassing`` with
+``model.atom_messages``) over Chemprop's batched graph, an aggregation of the atoms into one
+vector per molecule (``norm``: the sum divided by ``model.aggregation_norm``, Chemprop's default;
+``mean``; ``sum``), batch normalisation when asked, and Chemprop's feed-forward head
+(``BinaryClassificationFFN`` or ``RegressionFFN``) giving one output per molecule and label
+(``(B,)`` for one label, ``(B, L)`` for several). A classifier answers logits (the head's
+``train_step``: Chemprop applies the sigmoid only when predicting), which ddpx's loss and metrics
+expect; a regression model answers in the targets' units in eval mode
+(:func:`~ddpx.plugins.smiles.scaling.output_step`, applied last).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import torch
+from torch import nn
+
+from ddpx.plugins.smiles.chemprop_check import import_chemprop
+from ddpx.plugins.smiles.scaling import output_step
+
+
+class DMPNN(nn.Module):
+    """message passing → aggregation → (batch norm) → feed-forward head → output step."""
+
+    def __init__(self, message_passing: nn.Module, agg: nn.Module, predictor: nn.Module, *, batch_norm: bool = False,
+                 output: nn.Module | None = None):
+        super().__init__()
+        self.message_passing = message_passing
+        self.agg = agg
+        self.bn = nn.BatchNorm1d(message_passing.output_dim) if batch_norm else nn.Identity()
+        self.predictor = predictor
+        self.output = output if output is not None else nn.Identity()
+
+    def fingerprint(self, bmg) -> torch.Tensor:
+        """The learned vector of each molecule, ``(B, hidden_size)`` (Chemprop's ``MPNN.fingerprint``)."""
+        return self.bn(self.agg(self.message_passing(bmg), bmg.batch))
+
+    def forward(self, bmg) -> torch.Tensor:
+        outputs = self.predictor.train_step(self.fingerprint(bmg))  # logits, or standardised values
+        return self.output(outputs.squeeze(-1) if outputs.shape[-1] == 1 else outputs)
+
+
+def build_dmpnn(params: Mapping[str, Any], info: Mapping[str, Any]) -> DMPNN:
+    """The model for a task's ``info`` (its feature widths, labels, task type and target scaler)
+    with the ``model.*`` keys ``params``."""
+    import_chemprop("model.name=dmpnn")
+    from chemprop import nn as chem_nn
+
+    if "atom_features" not in info:
+        from ddpx.api import UserError
+
+        raise UserError("model dmpnn needs molecular graphs, and this task's data holds none (no 'atom_features' in "
+                        "its info). Use a task that hands out 'molecule_graph' inputs.")
+    passing = chem_nn.AtomMessagePassing if params["atom_messages"] else chem_nn.BondMessagePassing
+    message_passing = passing(d_v=info["atom_features"], d_e=info["bond_features"], d_h=params["hidden_size"],
+                              bias=params["message_bias"], depth=params["depth"], dropout=params["dropout"],
+                              activation=params["activation"], undirected=params["undirected"])
+    if params["aggregation"] == "norm":
+        agg = chem_nn.NormAggregation(norm=params["aggregation_norm"])
+    else:
+        agg = chem_nn.AggregationRegistry[params["aggregation"]]()
+    head = chem_nn.RegressionFFN if info.get("task_type") == "regression" else chem_nn.BinaryClassificationFFN
+    predictor = head(n_tasks=len(info.get("labels") or [None]), input_dim=message_passing.output_dim,
+                     hidden_dim=params["ffn_hidden_size"], n_layers=params["ffn_layers"], dropout=params["dropout"],
+                     activation=params["activation"])
+    return DMPNN(message_passing, agg, predictor, batch_norm=params["batch_norm"], output=output_step(info))

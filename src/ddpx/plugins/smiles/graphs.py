@@ -1,0 +1,101 @@
+"""The SMILES tasks' splits as molecular graphs, for a model that asks for ``"molecule_graph"``.
+
+Each split is a dataset of ``(graph, label)`` items: the graph is Chemprop's ``MolGraph`` of the
+molecule (:mod:`ddpx.plugins.smiles.graph_cache`: featurized once per process and cached), the
+label a float, or a float tensor of the labels with NaN for a missing cell. :func:`collate_graphs`
+batches them into Chemprop's ``BatchMolGraph`` and a label tensor ``(B,)`` or ``(B, L)``; the
+trainer moves the batched graph to the device through its ``to`` method. The split is the one
+the token models get; molecules RDKit cannot parse have no graph and are left out of their split,
+with the count logged once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import torch
+from torch.utils.data import Dataset
+
+from ddpx.api import TaskData, UserError
+from ddpx.plugins.smiles.graph_cache import FEATURIZER, PackedGraphs, cached_graphs, featurize
+
+SPLIT_NAMES = {"train": "training", "dev": "dev", "heldout": "held-out"}
+
+
+class GraphDataset(Dataset):
+    """Molecules ``rows`` of a table's packed graphs, with their labels."""
+
+    def __init__(self, graphs: PackedGraphs, rows: Sequence[int], labels: Sequence[Any]):
+        self.graphs = graphs
+        self.rows = [int(r) for r in rows]
+        self.labels = torch.tensor(list(labels), dtype=torch.float32)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int):
+        return self.graphs.graph(self.rows[i]), self.labels[i]
+
+
+def collate_graphs(batch):
+    """``(BatchMolGraph, labels (B,) or (B, L))``: Chemprop's batched graph of the molecules."""
+    from chemprop.data import BatchMolGraph
+
+    graphs, labels = zip(*batch)
+    return BatchMolGraph(list(graphs)), torch.stack(list(labels))
+
+
+def graph_task_data(smiles: list[str], splits: dict[str, Sequence[int]], labels: dict[str, list], info: dict,
+                    source: str, log: Callable[[str], None]) -> TaskData:
+    """The splits (row indices into ``smiles``, with their ``labels``) as molecular graphs.
+
+    ``info`` keeps its keys and gains ``inputs`` ("molecule_graph"), ``featurizer`` and the atom
+    and bond feature widths the model is built for."""
+    graphs = cached_graphs(smiles, log)
+    datasets, dropped = {}, {}
+    for name in ("train", "dev", "heldout"):
+        rows = list(splits[name])
+        keep = [k for k, row in enumerate(rows) if graphs.parsed[row]]
+        dropped[name] = len(rows) - len(keep)
+        if not keep:
+            raise UserError(f"{source}: none of the {len(rows)} molecule(s) of the {SPLIT_NAMES[name]} split can be read "
+                            "by RDKit, so a graph model has nothing to train or score there. Fix the SMILES, or use a "
+                            "model that reads SMILES tokens (model.name=smiles_rnn).")
+        datasets[name] = GraphDataset(graphs, [rows[k] for k in keep], [labels[name][k] for k in keep])
+    if any(dropped.values()):
+        where = ", ".join(f"{SPLIT_NAMES[name]} {count}" for name, count in dropped.items())
+        log(f"skipped {sum(dropped.values())} molecule(s) RDKit cannot parse ({where}): a graph model has no graph "
+            "for them, so they are left out of their split.")
+    info = {**info, "inputs": "molecule_graph", "featurizer": FEATURIZER, "atom_features": graphs.atom_fdim,
+            "bond_features": graphs.bond_fdim}
+    return TaskData(train=datasets["train"], dev=datasets["dev"], heldout=datasets["heldout"], info=info,
+                    collate_fn=collate_graphs, source=source)
+
+
+def model_device(model: torch.nn.Module) -> torch.device:
+    parameter = next(model.parameters(), None)
+    return parameter.device if parameter is not None else torch.device("cpu")
+
+
+@torch.no_grad()
+def graph_outputs(model: torch.nn.Module, smiles: list[str], batch_size: int = 256) -> torch.Tensor:
+    """The model's eval-mode outputs (logits of a classifier, values of a regression model) for
+    each SMILES, on the CPU; a SMILES RDKit cannot parse is a :class:`UserError` naming it."""
+    graphs = featurize(smiles)
+    unparsed = [s for s, ok in zip(smiles, graphs.parsed) if not ok]
+    if unparsed:
+        more = f" (and {len(unparsed) - 1} more)" if len(unparsed) > 1 else ""
+        raise UserError(f"RDKit cannot parse the SMILES {unparsed[0]!r}{more}, so the graph model has no graph for "
+                        "it. Fix or remove it.")
+    was_training = model.training
+    model.eval()
+    device, outputs = model_device(model), []
+    try:
+        for start in range(0, len(smiles), batch_size):
+            rows = range(start, min(start + batch_size, len(smiles)))
+            batch, _ = collate_graphs([(graphs.graph(row), torch.tensor(0.0)) for row in rows])
+            batch.to(device)  # Chemprop's BatchMolGraph moves in place
+            outputs.append(model(batch).float().cpu())
+    finally:
+        model.train(was_training)
+    return torch.cat(outputs) if outputs else torch.zeros(0)

@@ -1,0 +1,256 @@
+"""Everything ddpx says about GPUs, checked in one command, as one Markdown table.
+
+    python benchmarks/gpu_check.py --data ../shared/data          # on a GPU machine (MNIST, BBBP found there)
+    python benchmarks/gpu_check.py --dry                          # the same code paths on CPU, tiny sizes
+
+Each row runs ddpx through its real command line (``python -m ddpx recipe ... --tracking none``)
+or, for the throughput ratio, beside a plain PyTorch loop in this process:
+
+- **backend and devices**: ``--backend auto`` picks NCCL on a GPU machine and every rank trains on
+  ``cuda:<LOCAL_RANK>`` (each rank reports its device through ``gpu_check_probe.py``);
+- **GPU against CPU**: the synthetic MLP on one GPU rank, and on one CPU rank with gloo: held-out
+  accuracy within ``MATCH`` of each other; a world of 2 on NCCL where the machine has 2 GPUs;
+- **precision**: bf16 and fp16 (fp16 with loss scaling) against fp32 on the same run: the first
+  epoch's training loss within ``FIRST_LOSS`` (relative), no NaN, held-out accuracy within ``MATCH``;
+- **MNIST to 99 %**: ``mnist_convnet`` with the fast data path on one GPU; wall time from launch
+  to the end of the run that holds 99.0 % held-out accuracy;
+- **ResNet-18 throughput**: images/s of ``cifar10_resnet18`` (generated CIFAR-shaped images)
+  through ddpx against a plain loop of the same model, batch and precision in this process, with
+  channels-last and ``torch.compile`` on and off (the goal: a ratio of at least 0.97);
+- **molecules/s**: ``bbbp_rnn`` and ``bbbp_dmpnn`` training throughput on the GPU against the CPU.
+
+``--dry`` runs every row on the CPU with tiny sizes (gloo), so the script keeps working between
+GPU sessions; rows that need a GPU say "dry: CPU", and rows whose data is absent say so. Needs
+neither MLflow nor Optuna; RDKit and Chemprop only for the molecule rows (skipped without them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))  # the small real-format file writers the tests use
+
+MATCH = 0.02  # held-out accuracy: GPU against CPU, bf16/fp16 against fp32
+FIRST_LOSS = 0.05  # relative difference of the first epoch's training loss, mixed precision against fp32
+
+
+@dataclass
+class Row:
+    check: str
+    result: str
+    status: str  # PASS, FAIL, SKIP
+    detail: str = ""
+
+
+@dataclass
+class Run:
+    summary: dict
+    epochs: list
+    wall_s: float
+    devices: list
+
+
+def ddpx(recipe: str, overrides: list[str], workdir: Path, *, nproc: int = 1, backend: str = "auto",
+         env: dict | None = None) -> Run:
+    """One run through the real CLI; its summary, per-epoch metrics, wall time and each rank's device."""
+    probe = Path(tempfile.mkdtemp(dir=workdir))
+    full_env = {**os.environ, **(env or {}), "DDPX_PLUGINS": "gpu_check_probe", "DDPX_GPU_CHECK_PROBE": str(probe),
+                "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
+    before = set((workdir / "ddpx-runs").glob("*")) if (workdir / "ddpx-runs").is_dir() else set()
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "ddpx", "recipe", recipe, "--nproc", str(nproc), "--backend", backend,
+                           "--tracking", "none", *overrides], cwd=workdir, env=full_env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{recipe} exited {done.returncode}: {(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+    (run_dir,) = set((workdir / "ddpx-runs").glob("*")) - before
+    epochs = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    devices = [json.loads(p.read_text()) for p in sorted(probe.glob("rank-*.json"))]
+    return Run(json.loads((run_dir / "summary.json").read_text()), epochs, wall, devices)
+
+
+def heldout(run: Run) -> float:
+    return run.summary["heldout"][f"heldout_{run.summary['metric']}"]
+
+
+def cpu_env() -> dict:
+    return {"CUDA_VISIBLE_DEVICES": ""}
+
+
+class Checks:
+    """The rows, each a method; ``dry`` runs them on the CPU with tiny sizes."""
+
+    def __init__(self, dry: bool, data: Path | None, workdir: Path):
+        import torch
+
+        self.dry, self.data, self.workdir = dry, data, workdir
+        self.gpus = 0 if dry else torch.cuda.device_count()
+        self.mlp = ["train.max_epochs=2", *(["dataset.train_size=800", "dataset.dev_size=200", "dataset.heldout_size=200",
+                                              "dataset.dim_in=64", "train.batch_size=32"] if dry else [])]
+        self.where = "dry: CPU" if dry else ("GPU" if self.gpus else "no GPU found")
+        self.done: dict[tuple, Run] = {}  # one run serves every row that asks for the same run
+
+    def run(self, recipe, overrides, **kwargs) -> Run:
+        key = (recipe, tuple(overrides), tuple(sorted(kwargs.items())))
+        if key not in self.done:
+            env = cpu_env() if self.dry else None
+            self.done[key] = ddpx(recipe, overrides, self.workdir, env=env, **kwargs)
+        return self.done[key]
+
+    def on_cpu(self, recipe, overrides) -> Run:
+        """The same run on one CPU rank with gloo (on a dry run, the run itself)."""
+        return self.run(recipe, overrides) if self.dry else ddpx(recipe, overrides, self.workdir, backend="gloo",
+                                                                  env=cpu_env())
+
+    def backend_and_devices(self) -> list[Row]:
+        nproc = max(self.gpus, 1) if not self.dry else 2
+        run = self.run("mlp_synthetic", self.mlp, nproc=nproc)
+        devices = [d["device"] for d in sorted(run.devices, key=lambda d: d["rank"])]
+        want = [f"cuda:{d['local_rank']}" for d in sorted(run.devices, key=lambda d: d["rank"])] if self.gpus else \
+            ["cpu"] * nproc
+        name = {d["name"] for d in run.devices}
+        ok = devices == want and len(devices) == nproc
+        return [Row("auto backend: one device per rank", ", ".join(devices), "PASS" if ok else "FAIL",
+                    f"{self.where}; {nproc} rank(s); {', '.join(sorted(name))}")]
+
+    def gpu_against_cpu(self) -> list[Row]:
+        here = self.run("mlp_synthetic", self.mlp)
+        cpu = self.on_cpu("mlp_synthetic", self.mlp)
+        diff = abs(heldout(here) - heldout(cpu))
+        rows = [Row("synthetic MLP, 1 rank: GPU against CPU", f"{heldout(here):.4f} vs {heldout(cpu):.4f}",
+                    "PASS" if diff <= MATCH else "FAIL", f"{self.where}; within {MATCH}")]
+        if self.gpus >= 2:
+            two = self.run("mlp_synthetic", self.mlp, nproc=2)
+            ok = abs(heldout(two) - heldout(cpu)) <= MATCH
+            rows.append(Row("synthetic MLP, 2 ranks on NCCL", f"{heldout(two):.4f}", "PASS" if ok else "FAIL",
+                            f"against 1 CPU rank within {MATCH}"))
+        else:
+            rows.append(Row("synthetic MLP, 2 ranks on NCCL", "not run", "SKIP",
+                            "dry: CPU" if self.dry else f"this machine has {self.gpus} GPU"))
+        return rows
+
+    def precision(self) -> list[Row]:
+        fp32 = self.run("mlp_synthetic", self.mlp)
+        rows = []
+        for precision in ("bf16", "fp16"):
+            if precision == "fp16" and not self.gpus:
+                rows.append(Row("fp16 with loss scaling against fp32", "not run", "SKIP", "fp16 needs a GPU"))
+                continue
+            mixed = self.run("mlp_synthetic", [*self.mlp, f"train.precision={precision}"])
+            first, ref = mixed.epochs[0]["train_loss"], fp32.epochs[0]["train_loss"]
+            finite = all(math.isfinite(e["train_loss"]) for e in mixed.epochs)
+            ok = finite and abs(first - ref) <= FIRST_LOSS * abs(ref) and abs(heldout(mixed) - heldout(fp32)) <= MATCH
+            rows.append(Row(f"{precision} against fp32", f"loss {first:.4f} vs {ref:.4f}; held-out "
+                            f"{heldout(mixed):.4f} vs {heldout(fp32):.4f}", "PASS" if ok else "FAIL",
+                            f"{self.where}; first loss within {FIRST_LOSS:.0%}, held-out within {MATCH}, no NaN"))
+        return rows
+
+    def mnist(self) -> list[Row]:
+        raw = next((p for p in (self.data / "mnist", self.data / "MNIST" / "raw") if p.is_dir()), None) \
+            if self.data else None
+        if raw is None or self.dry:
+            return [Row("MNIST: launch to 99.0 % held-out", "not run", "SKIP",
+                        "dry: CPU" if self.dry else "no MNIST under --data")]
+        root = self.workdir / "mnist"
+        (root / "MNIST" / "raw").mkdir(parents=True, exist_ok=True)
+        for f in raw.iterdir():
+            (root / "MNIST" / "raw" / f.name).write_bytes(f.read_bytes())
+        for epochs in (1, 2, 3, 5):
+            run = self.run("mnist_convnet", [f"dataset.root={root}", f"train.max_epochs={epochs}", "train.patience=0"])
+            if heldout(run) >= 0.99:
+                return [Row("MNIST: launch to 99.0 % held-out", f"{run.wall_s:.1f} s", "PASS",
+                            f"{epochs} epoch(s), held-out {heldout(run):.4f}, mnist_convnet, fast path")]
+        return [Row("MNIST: launch to 99.0 % held-out", f"{heldout(run):.4f} after 5 epochs", "FAIL", "")]
+
+    def resnet_throughput(self) -> list[Row]:
+        from gpu_check_loops import plain_resnet_rate
+        from image_files import write_cifar10
+
+        n, batch = (200, 32) if self.dry else (10000, 256)
+        root = write_cifar10(self.workdir / "cifar", n_per_batch=n // 5, n_test=100)
+        rows = []
+        for channels_last, compile_ in ((True, False), (False, False), (True, True)):
+            if compile_ and self.dry:
+                rows.append(Row("ResNet-18, channels-last, torch.compile", "not run", "SKIP", "dry: CPU"))
+                continue
+            keys = [f"dataset.root={root}", "dataset.verify=false", "train.max_epochs=2", f"train.batch_size={batch}",
+                    f"train.channels_last={str(channels_last).lower()}", f"train.compile={str(compile_).lower()}",
+                    "train.patience=0", *(["train.precision=bf16"] if self.gpus else [])]
+            run = self.run("cifar10_resnet18", keys)
+            ours = run.epochs[-1]["samples_per_s"]
+            plain = plain_resnet_rate(batch, steps=5 if self.dry else 60, channels_last=channels_last,
+                                      compile_=compile_, bf16=bool(self.gpus))
+            ratio = ours / plain
+            ok = ratio >= 0.97 or self.dry
+            rows.append(Row(f"ResNet-18, channels-last {'on' if channels_last else 'off'}, torch.compile "
+                            f"{'on' if compile_ else 'off'}", f"{ours:,.0f} vs {plain:,.0f} images/s ({ratio:.2f})",
+                            "PASS" if ok else "FAIL", f"{self.where}; ddpx against a plain loop, goal >= 0.97"
+                            + (" (not judged on a dry run)" if self.dry else "")))
+        return rows
+
+    def molecules(self) -> list[Row]:
+        bbbp = next((p for p in (self.data / "bbbp" / "BBBP.csv", self.data / "BBBP.csv") if p.is_file()), None) \
+            if self.data else None
+        if bbbp is None:
+            from smiles_files import write_smiles_csv
+
+            bbbp = write_smiles_csv(self.workdir / "mols.csv", n=200)
+        rows = []
+        for recipe in ("bbbp_rnn", "bbbp_dmpnn"):
+            keys = [f"dataset.path={bbbp}", "dataset.split=random", "train.max_epochs=2", "train.patience=0"]
+            try:
+                here = self.run(recipe, keys)
+                cpu = self.on_cpu(recipe, keys)
+            except RuntimeError as exc:
+                rows.append(Row(f"{recipe}: molecules/s", "not run", "SKIP", str(exc)[:120]))
+                continue
+            fast, slow = here.epochs[-1]["samples_per_s"], cpu.epochs[-1]["samples_per_s"]
+            rows.append(Row(f"{recipe}: molecules/s", f"{fast:,.0f} vs {slow:,.0f} on 1 CPU rank ({fast / slow:.1f}x)",
+                            "PASS", f"{self.where}; {bbbp.name}"))
+        return rows
+
+
+def table(rows: list[Row]) -> str:
+    lines = ["| check | result | status | detail |", "| --- | --- | --- | --- |"]
+    lines += [f"| {r.check} | {r.result} | {r.status} | {r.detail} |" for r in rows]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dry", action="store_true", help="the same code paths on CPU, tiny sizes")
+    parser.add_argument("--data", type=Path, help="a folder holding mnist/ and bbbp/BBBP.csv (../shared/data)")
+    args = parser.parse_args()
+    import torch
+
+    name = "dry run on CPU" if args.dry else (torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU")
+    print(f"{date.today()}: {name}; {platform.machine()}, torch {torch.__version__}\n", flush=True)
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        checks = Checks(args.dry, args.data, Path(tmp))
+        for step in (checks.backend_and_devices, checks.gpu_against_cpu, checks.precision, checks.mnist,
+                     checks.resnet_throughput, checks.molecules):
+            done = len(rows)
+            try:
+                rows += step()
+            except Exception as exc:  # a broken check is a row, and the others still run
+                rows.append(Row(step.__name__, "error", "FAIL", f"{type(exc).__name__}: {exc}"[:200]))
+            print("\n".join(table(rows[done:]).splitlines()[2:]), flush=True)
+    print("\n" + table(rows))
+    return 1 if any(r.status == "FAIL" for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

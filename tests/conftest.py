@@ -85,12 +85,58 @@ def orphans(marker: str, wait_s: float = 5.0) -> list[int]:
         time.sleep(0.1)
     return left
 
+_STORE_TEMPLATE: list[Path] = []
+
+
+def store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty MLflow sqlite store whose schema MLflow has already created, made once per worker.
+
+    Creating a store's schema (MLflow's own table creation and migrations) costs 4-5 s of CPU each
+    time; a test about training, not about store creation, starts from a copy of this one. The tests
+    of a store ddpx creates itself pass ``fresh_store=True``."""
+    if not _STORE_TEMPLATE:
+        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+        folder = tmp_path_factory.mktemp("mlflow-store-template")
+        store = SqlAlchemyStore(f"sqlite:///{folder / 'mlflow.db'}", str(folder / "mlruns"))
+        store.engine.dispose()
+        _STORE_TEMPLATE.append(folder / "mlflow.db")
+    return _STORE_TEMPLATE[0]
+
+
+def copy_of_new_store(template: Path, folder: Path, name: str = "mlflow.db") -> str:
+    """A new, empty store at ``folder/name`` (a copy of the template); its URI. Its Default
+    experiment keeps its artifacts under ``folder/mlruns``, as MLflow would have made it there."""
+    import shutil
+    import sqlite3
+
+    target = folder / name
+    shutil.copyfile(template, target)
+    with sqlite3.connect(target) as db:
+        db.execute("UPDATE experiments SET artifact_location = ? WHERE experiment_id = 0", (str(folder / "mlruns" / "0"),))
+    db.close()
+    return f"sqlite:///{target}"
+
+
 @pytest.fixture
-def run_ddpx(tmp_path):
-    """Run ``ddpx ARGS`` in a fresh folder; test plugins are importable via DDPX_PLUGINS."""
+def new_store(tmp_path, tmp_path_factory) -> str:
+    """The URI of a new, empty MLflow sqlite store in the test's folder."""
+    return copy_of_new_store(store_template(tmp_path_factory), tmp_path)
+
+
+def uses_default_store(args: tuple[str, ...]) -> bool:
+    """A ``ddpx recipe``/``sweep`` command tracked to MLflow's default store, ./mlflow.db."""
+    return bool(args) and args[0] in ("recipe", "sweep") and not any(a.startswith("--tracking") for a in args)
+
+
+@pytest.fixture
+def run_ddpx(tmp_path, tmp_path_factory):
+    """Run ``ddpx ARGS`` in a fresh folder; test plugins are importable via DDPX_PLUGINS. A tracked
+    ``recipe`` or ``sweep`` finds a new, empty default store there (see ``store_template``) unless
+    ``fresh_store=True`` leaves the folder as it is."""
 
     def run(*args: str, plugins: tuple[str, ...] = (), env: dict | None = None, cwd: Path | None = None,
-            timeout: float = 240) -> CliResult:
+            timeout: float = 240, fresh_store: bool = False) -> CliResult:
         marker = uuid.uuid4().hex
         full_env = dict(os.environ)
         full_env.pop("MLFLOW_TRACKING_URI", None)
@@ -104,6 +150,8 @@ def run_ddpx(tmp_path):
             full_env["DDPX_PLUGINS"] = ",".join(plugins)
         full_env.update(env or {})
         workdir = cwd or tmp_path
+        if not fresh_store and uses_default_store(args) and not (workdir / "mlflow.db").exists():
+            copy_of_new_store(store_template(tmp_path_factory), workdir)
         proc = subprocess.run([sys.executable, "-m", "ddpx", *args], cwd=workdir, env=full_env,
                               capture_output=True, text=True, timeout=timeout)
         return CliResult(proc.returncode, proc.stdout, proc.stderr, marker, workdir)
@@ -113,7 +161,7 @@ def run_ddpx(tmp_path):
 @pytest.fixture(scope="session")
 def tracking_uri(tmp_path_factory) -> str:
     """One sqlite MLflow store for the session (its schema is created once)."""
-    return f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+    return copy_of_new_store(store_template(tmp_path_factory), tmp_path_factory.mktemp("mlflow"))
 
 @pytest.fixture
 def experiment() -> str:

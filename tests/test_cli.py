@@ -137,7 +137,7 @@ def test_user_errors_are_one_message_and_exit_2_before_launch(run_ddpx, args, fr
 
         if torch.cuda.is_available():
             pytest.skip("this machine has a GPU")
-    result = run_ddpx(*args)
+    result = run_ddpx(*args, fresh_store=True)
     assert result.returncode == 2, result.output
     assert fragment in result.stderr
     assert "Traceback" not in result.output

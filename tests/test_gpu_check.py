@@ -13,7 +13,7 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "gpu_check.py"
 ROWS = ["auto backend: one device per rank", "synthetic MLP, 1 rank: GPU against CPU", "synthetic MLP, 2 ranks on NCCL",
         "bf16 against fp32", "fp16 with loss scaling against fp32", "MNIST: launch to 99.0 % held-out",
         "ResNet-18, channels-last on, torch.compile off", "ResNet-18, channels-last off, torch.compile off",
-        "ResNet-18, channels-last, torch.compile", "bbbp_rnn: molecules/s", "bbbp_dmpnn: molecules/s"]
+        "ResNet-18, channels-last on, torch.compile on", "bbbp_rnn: molecules/s", "bbbp_dmpnn: molecules/s"]
 
 
 def test_the_dry_run_runs_every_check_on_the_cpu_and_fails_none():
@@ -27,4 +27,5 @@ def test_the_dry_run_runs_every_check_on_the_cpu_and_fails_none():
     assert rows["bf16 against fp32"][2] == "PASS" and "dry: CPU" in rows["bf16 against fp32"][3]
     assert rows["fp16 with loss scaling against fp32"][2] == "SKIP"  # fp16 needs a GPU
     assert " vs " in rows["ResNet-18, channels-last on, torch.compile off"][1]  # ddpx and the plain loop both ran
+    assert rows["ResNet-18, channels-last off, torch.compile off"][2] == "SKIP"  # one row walks the path
     assert rows["bbbp_rnn: molecules/s"][2] == "PASS"

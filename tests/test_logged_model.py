@@ -63,11 +63,11 @@ def served_predictions(model_uri: str, store: str, rows: list[str]) -> dict[str,
     return {row["smiles"]: row["probability"] for row in answer["predictions"]}
 
 
-def test_the_best_model_is_logged_registered_served_and_predicted_alike(run_ddpx, tmp_path):
+def test_the_best_model_is_logged_registered_served_and_predicted_alike(run_ddpx, tmp_path, new_store):
     import mlflow
     from mlflow.tracking import MlflowClient
 
-    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    store = new_store
     molecules = write_smiles_csv(tmp_path / "molecules.csv", n=240)
     trained = run_ddpx("recipe", "bbbp_rnn", "--nproc", "1", "--tracking-uri", store, "--no-system-metrics", "--register", "bbbp-test",
                        f"dataset.path={molecules}", *SMALL, env={"DDPX_LOG_MODEL": "true"})
@@ -98,10 +98,10 @@ def test_the_best_model_is_logged_registered_served_and_predicted_alike(run_ddpx
         assert answers == pytest.approx(expected, abs=1e-6)
 
 
-def test_predict_explains_a_wrong_model_or_input(run_ddpx, tmp_path):
+def test_predict_explains_a_wrong_model_or_input(run_ddpx, tmp_path, new_store):
     from mlflow.tracking import MlflowClient
 
-    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    store = new_store
     MlflowClient(store).search_experiments()
     table = tmp_path / "rows.csv"
     table.write_text("formula\nC2H6O\n")

@@ -21,8 +21,8 @@ def _tracker(uri: str) -> MlflowTracker:
     return MlflowTracker(job)
 
 
-def test_a_resumed_run_drops_the_failed_attempts_error_and_the_view_lists_it_best_first(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def test_a_resumed_run_drops_the_failed_attempts_error_and_the_view_lists_it_best_first(tmp_path, new_store):
+    uri = new_store
     runs = []
     for lr, accuracy in (("0.1", 0.8), ("0.3", 0.9)):
         tracker = _tracker(uri)

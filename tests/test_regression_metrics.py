@@ -108,14 +108,14 @@ def test_heldout_reports_of_a_regression_are_a_scatter_and_the_predictions(tmp_p
         assert np.array_equal([float(row[prediction]) for row in rows], outputs.reshape(50, -1)[:, j])
 
 
-def test_runs_of_one_recipe_judged_two_ways_are_listed_per_metric_each_best_first(tmp_path):
+def test_runs_of_one_recipe_judged_two_ways_are_listed_per_metric_each_best_first(tmp_path, new_store):
     """A recipe whose task is judged by its dataset keys (one's own CSV: ROC-AUC or RMSE) gets a
     table per metric in ``ddpx runs``: the highest ROC-AUC first, the lowest RMSE first."""
     from mlflow.tracking import MlflowClient
 
     from ddpx.plugins.trackers.mlflow.runs import list_runs
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = new_store
     client = MlflowClient(uri)
     experiment = client.create_experiment("smiles_csv_rnn")
     for metric, value in [("heldout_roc_auc", 0.81), ("heldout_rmse", 0.9), ("heldout_roc_auc", 0.93),

@@ -128,11 +128,11 @@ def test_a_checkpoint_of_3_ranks_resumes_by_path_on_2_and_bad_checkpoints_are_re
 
 
 def test_fsdp_trains_like_ddp_resumes_its_shards_on_3_ranks_and_exports_one_plain_model(run_ddpx, tmp_path,
-                                                                                      uninterrupted):
+                                                                                      uninterrupted, new_store):
     import mlflow
     import pandas as pd
 
-    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    store = new_store
     args = ("recipe", TINY, "train.wrapper=fsdp", "--tracking-uri", store, EPOCHS, "train.stop_check_every=5")
     inject = dict(plugins=("ddpx_testplug_preempt",), env={"DDPX_TEST_SIGNAL_AT": "1:25:USR1", "DDPX_LOG_MODEL": "true"})
     stopped = run_ddpx(*args, **inject)

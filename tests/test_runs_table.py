@@ -39,8 +39,10 @@ def record_run(client, experiment_id: str, recipe: str, metric: str, params: dic
 def store(tmp_path_factory):
     from mlflow.tracking import MlflowClient
 
+    from conftest import copy_of_new_store, store_template
+
     folder = tmp_path_factory.mktemp("runs-store")
-    uri = f"sqlite:///{folder / 'mlflow.db'}"
+    uri = copy_of_new_store(store_template(tmp_path_factory), folder)
     client = MlflowClient(uri)
     bbbp = client.create_experiment("bbbp_rnn")
     for value, lr, width in BBBP:

@@ -13,7 +13,7 @@ import pytest
 
 def test_dry_run_lists_the_grid_and_starts_nothing(run_ddpx):
     result = run_ddpx("sweep", TINY, "train.lr=0.05,0.1,0.2", "model.dim_hidden=16,32", "train.max_epochs=1",
-                      "--dry-run")
+                      "--dry-run", fresh_store=True)
     assert result.returncode == 0, result.output
     assert "6 trial(s), nothing started" in result.stdout and "every trial also sets: train.max_epochs=1" in result.stdout
     lines = [line for line in result.stdout.splitlines() if line.startswith("│")]
@@ -63,14 +63,13 @@ def test_a_failed_trial_is_marked_failed_and_the_sweep_goes_on(run_ddpx, trackin
     assert f"{by_trial['2'].data.metrics['heldout_accuracy']:.4f}" in shown[0]  # the scored run first, its full value
 
 
-def test_runs_explains_a_missing_store_experiment_or_metric(run_ddpx, tmp_path):
+def test_runs_explains_a_missing_store_experiment_or_metric(run_ddpx, tmp_path, new_store):
     from mlflow.tracking import MlflowClient
 
     missing = run_ddpx("runs", "--tracking-uri", f"sqlite:///{tmp_path / 'nothing.db'}")
     assert missing.returncode == 2 and "there is no MLflow store" in missing.stderr
     assert not (tmp_path / "nothing.db").exists()
-    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    MlflowClient(store).search_experiments()  # a store that exists, without that experiment
+    store = new_store  # a store that exists, without that experiment
     unknown = run_ddpx("runs", "--tracking-uri", store, "--experiment", "no-such-experiment")
     assert unknown.returncode == 2 and "there is no experiment 'no-such-experiment'" in unknown.stderr
     down = run_ddpx("runs", "--tracking-uri", "http://127.0.0.1:9")

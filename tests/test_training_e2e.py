@@ -85,7 +85,7 @@ def test_default_recipe_gets_close_to_its_ceiling_in_the_default_store(run_ddpx,
     subprocess.run([*git, "-C", str(tmp_path), "commit", "-qm", "start"], check=True)
     head = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
 
-    result = run_ddpx("recipe", "mlp_synthetic", "train.max_epochs=4")
+    result = run_ddpx("recipe", "mlp_synthetic", "train.max_epochs=4", fresh_store=True)
     assert result.returncode == 0, result.output
     assert (tmp_path / "mlflow.db").is_file(), "MLflow's own default store, in the working directory"
     client, run = only_run(f"sqlite:///{tmp_path / 'mlflow.db'}", "mlp_synthetic")

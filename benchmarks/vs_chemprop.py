@@ -42,6 +42,8 @@ import time
 from datetime import date
 from pathlib import Path
 
+from moleculenet_quality import commit  # beside this file: the commit each table names
+
 ROOT = Path(__file__).resolve().parent.parent
 SETS = {  # set: (recipe, extra ddpx overrides for the shared copies of the files)
     "bbbp": ("bbbp_dmpnn", []),
@@ -51,17 +53,6 @@ SETS = {  # set: (recipe, extra ddpx overrides for the shared copies of the file
     "sider": ("sider_dmpnn", []),
     "hiv": ("hiv_dmpnn", []),
 }
-
-
-def commit() -> str:
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                             check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True).stdout.strip()
-        return sha + ("+changes" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def ddpx_split(recipe: str, data: Path, overrides: list[str]):

@@ -102,11 +102,9 @@ def plain(args, out: Path) -> None:
     from torch.nn.parallel import DistributedDataParallel
     from torch.utils.data.distributed import DistributedSampler
 
-    device = torch.device("cpu")
-    if args.backend == "nccl":
-        device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
-        torch.cuda.set_device(device)
-    dist.init_process_group(args.backend)
+    from plain_ddp_mlp import join_the_group  # beside this file
+
+    device = join_the_group(args.backend)
     rank, world = dist.get_rank(), dist.get_world_size()
     data, model = setup(args)
     model = DistributedDataParallel(model.to(device), device_ids=[device.index] if device.type == "cuda" else None)

@@ -36,6 +36,16 @@ RECIPE = {"train_size": 10000, "dev_size": 2000, "heldout_size": 2000, "dim_in":
           "class_sep": 0.4, "label_noise": 0.03}
 
 
+def join_the_group(backend: str) -> torch.device:
+    """This rank's device (``cuda:LOCAL_RANK`` with NCCL, else the CPU), then the process group."""
+    device = torch.device("cpu")
+    if backend == "nccl":
+        device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+        torch.cuda.set_device(device)
+    dist.init_process_group(backend)
+    return device
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--epochs", type=int, default=4)
@@ -48,11 +58,7 @@ def main() -> None:
     parser.add_argument("--backend", default="gloo", choices=("gloo", "nccl"))
     args = parser.parse_args()
 
-    device = torch.device("cpu")
-    if args.backend == "nccl":
-        device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
-        torch.cuda.set_device(device)
-    dist.init_process_group(args.backend)
+    device = join_the_group(args.backend)
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", world))))
     random.seed(args.seed)

@@ -23,6 +23,9 @@ from ddpx.records.label_reports import label_reports
 from ddpx.records.regression_reports import regression_reports
 from ddpx.records.report_files import new_figure, predictions_csv, save_figure
 
+COUNTED_CLASSES = 16  # a confusion matrix of more classes shows colours, not counts
+MAX_FIGURE_INCHES = 10.0
+
 
 def roc_curve_png(targets: np.ndarray, scores: np.ndarray, path: Path) -> Path:
     from sklearn.metrics import roc_auc_score, roc_curve
@@ -51,19 +54,26 @@ def confusion_counts(targets: np.ndarray, predicted: np.ndarray, n_classes: int)
 
 
 def confusion_matrix_png(targets: np.ndarray, predicted: np.ndarray, classes: list[str], path: Path) -> Path:
+    """Counts written in the cells up to ``COUNTED_CLASSES`` classes; above that the colour carries
+    the matrix (a count in each of 32 x 32 cells is unreadable, and drawing them took a run's rank 0
+    two seconds) and ``heldout_predictions.csv`` the numbers."""
     matrix = confusion_counts(targets, predicted, len(classes))
-    size = max(4.0, 0.45 * len(classes) + 2)
+    size = min(MAX_FIGURE_INCHES, max(4.0, 0.45 * len(classes) + 2))
     fig, ax = new_figure((size, size))
-    ax.imshow(matrix, cmap="Blues")
-    ax.set_xticks(range(len(classes)), classes, rotation=45, ha="right")
-    ax.set_yticks(range(len(classes)), classes)
+    image = ax.imshow(matrix, cmap="Blues")
+    ticks = range(0, len(classes), max(1, len(classes) // COUNTED_CLASSES))
+    ax.set_xticks(ticks, [classes[k] for k in ticks], rotation=45, ha="right")
+    ax.set_yticks(ticks, [classes[k] for k in ticks])
     ax.set_xlabel("predicted")
     ax.set_ylabel("true")
     ax.set_title(f"held-out confusion matrix ({int(matrix.sum())} samples)")
-    threshold = matrix.max() / 2 if matrix.size else 0
-    for (i, j), count in np.ndenumerate(matrix):
-        ax.text(j, i, str(count), ha="center", va="center", fontsize=8,
-                color="white" if count > threshold else "black")
+    if len(classes) > COUNTED_CLASSES:
+        fig.colorbar(image, ax=ax, shrink=0.8, label="samples")
+    else:
+        threshold = matrix.max() / 2 if matrix.size else 0
+        for (i, j), count in np.ndenumerate(matrix):
+            ax.text(j, i, str(count), ha="center", va="center", fontsize=8,
+                    color="white" if count > threshold else "black")
     return save_figure(fig, path)
 
 

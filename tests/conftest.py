@@ -158,6 +158,28 @@ def run_ddpx(tmp_path, tmp_path_factory):
 
     return run
 
+@pytest.fixture
+def ddpx_here(tmp_path, monkeypatch):
+    """Run ``ddpx ARGS`` in this process (click's test runner, the same ``cli`` the ``ddpx`` script
+    calls), with the environment ``run_ddpx`` gives, in ``cwd``: for commands that end before any
+    rank starts, where a new interpreter's imports would cost a second or more each. An exception
+    that escapes the CLI (a traceback the user would see) is raised here."""
+    from click.testing import CliRunner
+
+    from ddpx.cli import cli
+
+    def run(*args: str, env: dict | None = None, cwd: Path | None = None) -> CliResult:
+        workdir = cwd or tmp_path
+        monkeypatch.chdir(workdir)
+        full_env = {"MLFLOW_TRACKING_URI": None, "COLUMNS": "200", "DDPX_LOG_MODEL": "false",
+                    "DDPX_SYSTEM_METRICS": "false", **(env or {})}
+        result = CliRunner().invoke(cli, list(args), env=full_env, prog_name="ddpx")
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            raise result.exception
+        return CliResult(result.exit_code, result.stdout, result.stderr, uuid.uuid4().hex, workdir)
+
+    return run
+
 @pytest.fixture(scope="session")
 def tracking_uri(tmp_path_factory) -> str:
     """One sqlite MLflow store for the session (its schema is created once)."""

@@ -1,6 +1,8 @@
 """Bad input, table-driven: the real CLI on each mistake gives one clear message naming the fix,
 a non-zero exit code (2 for what is caught before launch), no traceback, no orphan process, and
-in MLflow either no run (caught before launch) or one run marked FAILED with the error."""
+in MLflow either no run (caught before launch) or one run marked FAILED with the error. Mistakes
+caught before launch run the CLI in this process; one of each kind, and every case that starts
+ranks or fills a disk, run the ``ddpx`` command in a new one."""
 
 from __future__ import annotations
 
@@ -254,18 +256,24 @@ CASES = {
 
 
 IN_THE_RANKS = {name for name, case in CASES.items() if case.failed_run}  # these start ranks: slow
+# Caught before launch, so run in this process (the same CLI, no new interpreter's imports), except
+# these, which go through a real ``python -m ddpx`` as a user's command does: one of each kind of
+# check, the full disks (a traceback could come on the interpreter's way out) and the ranks' errors.
+IN_A_NEW_PROCESS = {"unknown key", "missing dataset file", "corrupt checkpoint", "csv too small for its split",
+                    "image label out of range", "sbatch refusing the job", "tracking server that does not answer",
+                    *(name for name, case in CASES.items() if case.full_disk or case.failed_run)}
 
 
 @pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name in IN_THE_RANKS else name
                                   for name in CASES])
-def test_bad_input(name, run_ddpx, tmp_path, tracking_uri, experiment):
+def test_bad_input(name, run_ddpx, ddpx_here, tmp_path, tracking_uri, experiment):
     case = CASES[name]
     case.files(tmp_path)
     store = [] if case.own_store else ["--tracking-uri", tracking_uri]
     tracking = [*store, "--experiment", experiment] if case.args[0] == "recipe" else []
     env = {key: value.replace("{folder}", str(tmp_path)) for key, value in case.env.items()}
     with full_disk(tmp_path / "disk") if case.full_disk else nullcontext():
-        result = run_ddpx(*case.args, *tracking, env=env)
+        result = (run_ddpx if name in IN_A_NEW_PROCESS else ddpx_here)(*case.args, *tracking, env=env)
         left = sorted(path.name for path in (tmp_path / "disk").rglob("*")) if case.full_disk else []
     assert set(left) <= {"filler", "runs"}, f"a half-made run folder is left on the full disk: {left}"
     assert result.returncode == case.exit_code, result.output

@@ -209,6 +209,25 @@ def test_a_missing_chemprop_is_named_before_launch_and_the_spec_imports_nothing_
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
 
 
+def test_the_fork_server_imports_chemprop_once_for_every_rank(tmp_path):
+    from ddpx.cli.launch_options import settings_from
+    from ddpx.cli.run_commands import recipe_command
+    from ddpx.config.recipe import resolve_recipe
+    from ddpx.launch.plan import plan_job
+    from ddpx.plugin_host.registry import load_registry
+
+    registry = load_registry()
+
+    def planned(*argv: str):
+        values = dict(recipe_command.make_context("ddpx recipe", [*argv, "--tracking", "none"]).params)
+        recipe = resolve_recipe(registry, values.pop("name"), values.pop("overrides"))
+        return plan_job(registry, recipe, settings_from(registry, values))
+
+    path = write_graph_csv(tmp_path / "mols.csv", n=40)
+    assert "chemprop" in planned("bbbp_dmpnn", f"dataset.path={path}").imports  # ModelSpec.imports
+    assert "chemprop" not in planned("bbbp_rnn", f"dataset.path={path}").imports
+
+
 # ---- real ranks -------------------------------------------------------------------------------
 
 

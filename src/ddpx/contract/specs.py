@@ -98,6 +98,9 @@ class ModelSpec:
     a task lists in :attr:`TaskSpec.inputs`; empty: the task's default form. ``check(params)``
     runs in the launching process before any rank starts and raises
     :class:`~ddpx.contract.errors.UserError` for what cannot work (a missing optional dependency).
+    ``imports`` names modules slow to import that every rank imports to build the model (say
+    ``"chemprop"``): a launcher that forks its ranks from one process (``spawn``) imports them
+    there once, not once per rank.
     """
 
     name: str
@@ -106,6 +109,7 @@ class ModelSpec:
     params: Mapping[str, Param] = field(default_factory=dict)
     inputs: str = ""
     check: Callable[[Mapping[str, Any]], None] | None = None
+    imports: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ class Job:
     parent_run_id: str | None = None  # the sweep run this job is a trial of
     tags: dict[str, str] = field(default_factory=dict)  # extra tracking tags (a sweep's trial number, say)
     search: dict[str, Any] | None = None  # an Optuna trial's link: storage, study, trial_id (rank/pruning.py)
-    imports: list[str] = field(default_factory=list)  # modules rank 0 will import (its tracker's, its metric's)
+    imports: list[str] = field(default_factory=list)  # slow modules ranks will import: tracker, metric, model
 
     @property
     def world_size(self) -> int:

@@ -37,7 +37,7 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
     resolved = resolve_for_this_machine(registry, recipe, settings, launcher)
     metric = registry.get("metrics", recipe.task.metric)
     job = Job(recipe_name=recipe.name, recipe_source=recipe.source, config=recipe.config, launch=resolved,
-              requested=recipe.requested, resume_from=resume_from, imports=[*tracker.imports, *metric.imports])
+              requested=recipe.requested, resume_from=resume_from, imports=[*tracker.imports, *metric.imports, *recipe.model.imports])
     if launcher.check is not None:
         launcher.check(job)
     wrapper = registry.get("wrappers", recipe.train["wrapper"], key="train.wrapper")

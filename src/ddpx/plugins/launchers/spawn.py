@@ -114,7 +114,7 @@ def start_and_join(job: Job) -> LaunchOutcome:
     status, or 130 after Ctrl-C; with the ranks a signal killed."""
     settings = job.launch
     context = multiprocessing.get_context(start_method())
-    if context.get_start_method() == "forkserver":  # rank 0's tracker and metric modules too: imported once
+    if context.get_start_method() == "forkserver":  # the tracker, metric and model modules too: imported once
         context.set_forkserver_preload([*PRELOAD, *job.imports])
     ports = context.SimpleQueue() if settings.master_port is None else None
     env = {

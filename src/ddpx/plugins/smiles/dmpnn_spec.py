@@ -40,4 +40,4 @@ def _check(params):
 
 DMPNN_MODEL = ModelSpec("dmpnn", "Chemprop's D-MPNN: bond message passing over molecular graphs, aggregation, "
                         "feed-forward head (Chemprop's own modules)", _build, params=DMPNN_PARAMS,
-                        inputs="molecule_graph", check=_check)
+                        inputs="molecule_graph", check=_check, imports=("chemprop",))

@@ -89,7 +89,7 @@ def _build(source: MoleculeNetFile, request):
 
 
 def _check(source: MoleculeNetFile, params):
-    from ddpx.plugins.smiles.data import check_smiles_params
+    from ddpx.plugins.smiles.file_checks import check_smiles_params
 
     check_smiles_params(params, source.default_path, source.missing_hint(), regression=source.regression)
 

@@ -38,7 +38,7 @@ def _build(request):
 
 
 def _check(params: Mapping[str, Any]) -> None:
-    from ddpx.plugins.smiles.data import check_smiles_params, label_columns
+    from ddpx.plugins.smiles.file_checks import check_smiles_params, label_columns
 
     if label_columns(params) == [""]:
         raise UserError("task smiles_csv needs the column(s) to learn: dataset.label_column=COLUMN, or "

@@ -8,11 +8,12 @@ ranks wait at a barrier, so no two processes ever write the same files. Missing 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Mapping
-
-import torch
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ddpx.api import UserError
+
+if TYPE_CHECKING:  # the checks before launch read this module: they import no torch
+    import torch
 
 MNIST_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 CIFAR_FILES = ("data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch", "batches.meta")
@@ -110,6 +111,8 @@ def load_cifar10(request):
             "again with `ddpx recipe cifar10_resnet18 dataset.download=true`, or set dataset.verify=false for a "
             "re-packed copy."
         )
+    import torch
+
     splits = []
     for names in (TRAIN_BATCHES, (TEST_BATCH,)):
         images, labels = read_split(folder, names)

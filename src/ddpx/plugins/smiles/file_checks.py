@@ -1,0 +1,53 @@
+"""The SMILES tasks' checks before launch, in the launching process: the file is there (or will be
+downloaded), reads as a CSV with the needed columns and both labels, is large enough for its split,
+and RDKit is installed where it is needed. Nothing here imports torch: a user's mistake comes back
+without the 3 s of torch's import, and a good job starts its ranks that much sooner.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ddpx.api import UserError
+from ddpx.plugins.smiles.chem import require_rdkit
+from ddpx.plugins.smiles.csv_table import SmilesTable, read_smiles_csv
+from ddpx.plugins.smiles.splits import check_random_split
+
+
+def label_columns(params: Mapping[str, Any]) -> list[str]:
+    """``dataset.label_columns`` if given, else the one ``dataset.label_column``."""
+    return list(params["label_columns"]) or [params["label_column"]]
+
+
+def dataset_path(params: Mapping[str, Any], default_path: Callable[[], Path | None]) -> Path:
+    path = Path(params["path"]).expanduser() if params["path"] else default_path()
+    if path is None:
+        raise UserError("this task needs dataset.path=FILE, a CSV with a SMILES column and a 0/1 label column.")
+    return path
+
+
+def check_smiles_params(params: Mapping[str, Any], default_path: Callable[[], Path | None], missing_hint: str,
+                        regression: bool = False) -> SmilesTable | None:
+    """Before launch: the file exists (or will be downloaded), reads as a CSV with the needed
+    columns and both labels (or targets), and RDKit is there when needed; the table read, if any."""
+    path = dataset_path(params, default_path)
+    if params["download"] and not params["url"]:
+        raise UserError("dataset.download=true needs dataset.url=URL to download from.")
+    if not params["download"] and not path.is_file():
+        raise UserError(f"dataset file '{path}' does not exist. {missing_hint.format(path=path, url=params['url'])}")
+    if params["split"] == "scaffold":
+        require_rdkit("dataset.split=scaffold")
+    if params["canonicalize"]:
+        require_rdkit("dataset.canonicalize=true")
+    if params["enumerate"] or params["eval_enumerate"]:
+        require_rdkit("dataset.enumerate / dataset.eval_enumerate")
+    if not path.is_file():
+        return None
+    # an empty, binary or mislabelled file, or one too small for its split, is a usage error now, not in every rank
+    table = read_smiles_csv(path, params["smiles_column"], label_columns(params), strict=params["strict"],
+                            regression=regression)
+    if params["split"] == "random":  # the scaffold split needs RDKit's scaffolds: checked on the ranks
+        check_random_split(table.labels, params["heldout_fraction"], params["dev_fraction"], source=f"'{path}'",
+                           stratify=len(table.label_names) == 1 and not regression)
+    return table

@@ -103,6 +103,8 @@ class Checks:
         self.done: dict[tuple, Run] = {}  # one run serves every row that asks for the same run
 
     def run(self, recipe, overrides, **kwargs) -> Run:
+        if self.dry:  # every dry run on 2 CPU ranks: the rows that ask for the same run share one
+            kwargs["nproc"] = 2
         key = (recipe, tuple(overrides), tuple(sorted(kwargs.items())))
         if key not in self.done:
             env = cpu_env() if self.dry else None
@@ -178,8 +180,8 @@ class Checks:
         from gpu_check_loops import plain_resnet_rate
         from image_files import write_cifar10
 
-        n, batch = (100, 16) if self.dry else (10000, 256)
-        root = write_cifar10(self.workdir / "cifar", n_per_batch=n // 5, n_test=100)
+        n, batch, n_test = (100, 16, 20) if self.dry else (10000, 256, 100)
+        root = write_cifar10(self.workdir / "cifar", n_per_batch=n // 5, n_test=n_test)
         rows = []
         for channels_last, compile_ in ((True, False), (False, False), (True, True)):
             if self.dry and (compile_ or not channels_last):  # on a dry run one row walks the code path

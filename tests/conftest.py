@@ -163,12 +163,18 @@ def ddpx_here(tmp_path, monkeypatch):
     """Run ``ddpx ARGS`` in this process (click's test runner, the same ``cli`` the ``ddpx`` script
     calls), with the environment ``run_ddpx`` gives, in ``cwd``: for commands that end before any
     rank starts, where a new interpreter's imports would cost a second or more each. An exception
-    that escapes the CLI (a traceback the user would see) is raised here."""
+    that escapes the CLI (a traceback the user would see) is raised here. No test plugins: a
+    launcher plugin's options join the ``recipe`` command once per process. MLflow's tracking URI,
+    which ``ddpx predict`` sets, is put back afterwards."""
     from click.testing import CliRunner
+    from mlflow.tracking._tracking_service import utils as mlflow_uri
 
     from ddpx.cli import cli
 
+    monkeypatch.setattr(mlflow_uri, "_tracking_uri", mlflow_uri._tracking_uri)  # restored at teardown
+
     def run(*args: str, env: dict | None = None, cwd: Path | None = None) -> CliResult:
+        assert "DDPX_PLUGINS" not in (env or {}), "a test plugin needs a ddpx process of its own: use run_ddpx"
         workdir = cwd or tmp_path
         monkeypatch.chdir(workdir)
         full_env = {"MLFLOW_TRACKING_URI": None, "COLUMNS": "200", "DDPX_LOG_MODEL": "false",

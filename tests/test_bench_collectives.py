@@ -46,6 +46,6 @@ def test_collectives_are_timed_on_a_real_process_group(run_ddpx):
     (["--max-bytes", "lots"], "'lots' is not a size"),
     (["--min-bytes", "1M", "--max-bytes", "4K"], "is larger than --max-bytes"),
 ])
-def test_bad_arguments_are_one_clear_error(run_ddpx, args, fragment):
-    result = run_ddpx("bench", "collectives", *args)
+def test_bad_arguments_are_one_clear_error(ddpx_here, args, fragment):
+    result = ddpx_here("bench", "collectives", *args)
     assert result.returncode == 2 and fragment in result.stderr and "Traceback" not in result.output

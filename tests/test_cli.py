@@ -48,31 +48,44 @@ def test_checks_before_launch_need_no_torch_on_a_machine_without_gpus(tmp_path):
 
     if gpu_driver_present():
         pytest.skip("this machine has a GPU driver: torch is asked how many GPUs it can use")
+    from image_files import write_cifar10, write_mnist
+    from smiles_files import write_smiles_csv
+
     recipe = ["recipe", "mlp_synthetic"]
+    planned = ["--tracking", "none", "--launcher", "slurm", "--dry-run"]  # every check passed, written out, not submitted
+    molecules = str(write_smiles_csv(tmp_path / "mols.csv", n=60))
+    mnist, cifar = write_mnist(tmp_path / "mnist", n_train=200, n_test=20), tmp_path / "cifar"
+    write_cifar10(cifar, n_per_batch=20, n_test=20)
     out, heavy = in_fresh_python([(recipe + ["--backend", "mpi"], 2), (recipe + ["--nproc", "0"], 2),
                                   (recipe + ["train.lr=0"], 2), (recipe + ["--backend", "nccl"], 2),
-                                  # a job that passes every check, planned and written out, not submitted
-                                  (recipe + ["--launcher", "slurm", "--dry-run"], 0)], cwd=tmp_path)
-    assert "#SBATCH" in out
+                                  (recipe + planned, 0),
+                                  # the tasks' file checks read the files themselves, without torch
+                                  (["recipe", "bbbp_rnn", f"dataset.path={molecules}", *planned], 0),
+                                  (["recipe", "smiles_csv_rnn", f"dataset.path={molecules}", "dataset.label_column=p_np",
+                                    *planned], 0),
+                                  (["recipe", "bbbp_rnn", "dataset.path=absent.csv", *planned], 2),
+                                  (["recipe", "mnist_convnet", f"dataset.root={mnist}", *planned], 0),
+                                  (["recipe", "cifar10_resnet18", f"dataset.root={cifar}", *planned], 0)], cwd=tmp_path)
+    assert out.count("#SBATCH --nodes") == 5
     assert "torch" not in heavy
     import torch
 
     assert out.strip().splitlines()[-1] == f"GPUS={torch.cuda.device_count()}"  # the same answer torch gives
 
 
-def test_recipe_help_teaches_the_options(run_ddpx):
-    result = run_ddpx("recipe", "--help")
+def test_recipe_help_teaches_the_options(ddpx_here):
+    result = ddpx_here("recipe", "--help")
     assert result.returncode == 0
     for text in ("--launcher", "--nproc", "--backend", "--tracking-uri", "--experiment", "KEY=VALUE", "Examples:"):
         assert text in result.stdout
 
 
-def test_recipes_table_and_json(run_ddpx):
-    table = run_ddpx("recipes")
+def test_recipes_table_and_json(ddpx_here):
+    table = ddpx_here("recipes")
     assert table.returncode == 0
     for column in ("name", "task", "model", "metric", "description", "mlp_synthetic", "heldout_accuracy"):
         assert column in table.stdout
-    rows = {row["name"]: row for row in json.loads(run_ddpx("recipes", "--json").stdout)}
+    rows = {row["name"]: row for row in json.loads(ddpx_here("recipes", "--json").stdout)}
     assert set(rows) >= {"mlp_synthetic", "bbbp_rnn", "mnist_convnet", "cifar10_resnet18", "bace_rnn", "clintox_rnn",
                          "tox21_rnn", "sider_rnn", "hiv_rnn", "bbbp_rnn_enum", "esol_rnn", "lipophilicity_rnn",
                          "freesolv_rnn", "smiles_csv_rnn"}
@@ -92,22 +105,22 @@ def test_recipes_table_fits_the_terminal_with_whole_words(tmp_path, columns):
     assert "descripti" not in text.replace("description", ""), "no word is cut"
 
 
-def test_show_prints_the_resolved_recipe(run_ddpx):
-    result = run_ddpx("show", "mlp_synthetic", "train.lr=0.05")
+def test_show_prints_the_resolved_recipe(ddpx_here):
+    result = ddpx_here("show", "mlp_synthetic", "train.lr=0.05")
     assert result.returncode == 0
     assert "lr = 0.05" in result.stdout and "precision = \"fp32\"" in result.stdout
     assert "[dataset]" in result.stdout and "[model]" in result.stdout and "[train]" in result.stdout
 
 
-def test_plugins_lists_every_builtin_with_what_it_registers(run_ddpx):
-    report = json.loads(run_ddpx("plugins", "--json").stdout)
+def test_plugins_lists_every_builtin_with_what_it_registers(ddpx_here):
+    report = json.loads(ddpx_here("plugins", "--json").stdout)
     by_name = {p["name"]: p for p in report["plugins"]}
     assert by_name["spawn"]["registers"] == {"launchers": ["spawn"]}
     assert by_name["spawn"]["distribution"] == "ddpx" and by_name["spawn"]["version"]
     assert by_name["mlp_synthetic"]["registers"] == {"tasks": ["mlp_synthetic"], "models": ["mlp"], "recipes": ["mlp_synthetic"]}
     assert "register_backends" in by_name["backends"]["hooks"]
     assert report["errors"] == []
-    table = run_ddpx("plugins")
+    table = ddpx_here("plugins")
     assert table.returncode == 0 and "torchrun" in table.stdout
 
 
@@ -131,13 +144,13 @@ def test_plugins_lists_every_builtin_with_what_it_registers(run_ddpx):
         (["recipe", "no/such/file.toml"], "does not exist"),
     ],
 )
-def test_user_errors_are_one_message_and_exit_2_before_launch(run_ddpx, args, fragment):
+def test_user_errors_are_one_message_and_exit_2_before_launch(ddpx_here, args, fragment):
     if "nccl" in args:
         import torch
 
         if torch.cuda.is_available():
             pytest.skip("this machine has a GPU")
-    result = run_ddpx(*args, fresh_store=True)
+    result = ddpx_here(*args)
     assert result.returncode == 2, result.output
     assert fragment in result.stderr
     assert "Traceback" not in result.output
@@ -145,52 +158,52 @@ def test_user_errors_are_one_message_and_exit_2_before_launch(run_ddpx, args, fr
     assert not (result.cwd / "ddpx-runs").exists() and not (result.cwd / "mlflow.db").exists()
 
 
-def test_cp_copies_a_recipe_to_edit_and_run(run_ddpx, tmp_path):
-    copied = run_ddpx("cp", "mlp_synthetic", "mine.toml")
+def test_cp_copies_a_recipe_to_edit_and_run(ddpx_here, tmp_path):
+    copied = ddpx_here("cp", "mlp_synthetic", "mine.toml")
     assert copied.returncode == 0, copied.output
     text = (tmp_path / "mine.toml").read_text()
     assert "# A synthetic 32-class problem" in text  # the file itself, comments included
     (tmp_path / "mine.toml").write_text(text.replace("max_epochs = 8", "max_epochs = 2"))
-    shown = run_ddpx("show", "mine.toml")
+    shown = ddpx_here("show", "mine.toml")
     assert shown.returncode == 0 and "max_epochs = 2" in shown.stdout
-    again = run_ddpx("cp", "mlp_synthetic", "mine.toml")
+    again = ddpx_here("cp", "mlp_synthetic", "mine.toml")
     assert again.returncode == 2 and "already exists" in again.stderr and "--force" in again.stderr
-    assert run_ddpx("cp", "mlp_synthetic", "mine.toml", "--force").returncode == 0
-    assert run_ddpx("cp", "mlp_synthetic", "mine.txt").returncode == 2
+    assert ddpx_here("cp", "mlp_synthetic", "mine.toml", "--force").returncode == 0
+    assert ddpx_here("cp", "mlp_synthetic", "mine.txt").returncode == 2
 
 
-def help_examples(run_ddpx, command: str) -> list[list[str]]:
+def help_examples(ddpx_here, command: str) -> list[list[str]]:
     """The example command lines in `ddpx COMMAND --help`."""
-    text = run_ddpx(command, "--help").stdout.replace("\\\n", " ")  # a continued line is one command
+    text = ddpx_here(command, "--help").stdout.replace("\\\n", " ")  # a continued line is one command
     return [shlex.split(line.split("#")[0])[1:] for line in text.splitlines()
             if line.strip().startswith(f"ddpx {command} ")]
 
 
-def test_every_example_in_the_help_names_real_recipe_keys(run_ddpx):
-    examples = help_examples(run_ddpx, "recipe") + help_examples(run_ddpx, "sweep")
+def test_every_example_in_the_help_names_real_recipe_keys(ddpx_here):
+    examples = help_examples(ddpx_here, "recipe") + help_examples(ddpx_here, "sweep")
     assert len(examples) >= 8
     for words in examples:
         _, name, *rest = [word.strip() for word in words]
         if name.endswith(".toml"):
             continue
         if "--search" in rest:  # a search: checked whole, every key at every bound, nothing started
-            checked = run_ddpx(*words, "--dry-run")
+            checked = ddpx_here(*words, "--dry-run")
             assert checked.returncode == 0 and "nothing started" in checked.stdout, (words, checked.stderr)
             assert checked.run_dirs() == [] and not (checked.cwd / "ddpx-runs").exists(), "a dry run writes nothing"
             continue
         keys = [word.split(",")[0] for word in rest if "=" in word and not word.startswith("-")]
-        shown = run_ddpx("show", name, *keys)
+        shown = ddpx_here("show", name, *keys)
         assert shown.returncode == 0, (words, shown.stderr)
 
 
-def test_far_more_cpu_ranks_than_cores_are_named_before_anything_starts(run_ddpx):
+def test_far_more_cpu_ranks_than_cores_are_named_before_anything_starts(ddpx_here):
     import os
 
     many = 2 * (os.cpu_count() or 1) + 1
     # the task's own check then refuses the job, so nothing starts; the warning came first
-    result = run_ddpx("recipe", "mlp_synthetic", "--nproc", str(many), "dataset.train_size=2", "--tracking", "none")
+    result = ddpx_here("recipe", "mlp_synthetic", "--nproc", str(many), "dataset.train_size=2", "--tracking", "none")
     assert result.returncode == 2 and "Traceback" not in result.output
     warning = f"--nproc {many} starts {many} ranks on this machine's {os.cpu_count()} CPU core(s)"
     assert warning in result.stderr and result.stderr.index(warning) < result.stderr.index("Error:")
-    few = run_ddpx("recipe", "mlp_synthetic", "--nproc", "2", "dataset.train_size=1", "--tracking", "none")
+    few = ddpx_here("recipe", "mlp_synthetic", "--nproc", "2", "dataset.train_size=1", "--tracking", "none")
     assert few.returncode == 2 and "warning" not in few.stderr

@@ -1,5 +1,6 @@
-"""Held-out metrics are exact: the same weights score identically on 2 and 3 ranks (uneven
-shards), and equal a plain single-process computation over the whole held-out split."""
+"""Held-out metrics are exact: the same weights score on 3 ranks (uneven shards, several batches
+each) what a plain single-process computation gives over the whole held-out split. (On 2 ranks:
+test_resume.py's checkpoint resumed on 2 ranks is scored the same way.)"""
 
 import pytest
 import torch
@@ -14,7 +15,7 @@ from ddpx.plugins.mlp_synthetic.model import MLP
 pytestmark = pytest.mark.slow  # every test here starts ranks
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
-HELDOUT = 1001  # odd, and not a multiple of 3: shards are uneven on 2 and 3 ranks
+HELDOUT = 1001  # not a multiple of 3: shards are uneven on 3 ranks
 DATASET = {"train_size": 1200, "dev_size": 300, "heldout_size": HELDOUT, "dim_in": 64, "n_classes": 8,
            "class_sep": 0.8, "label_noise": 0.03}
 
@@ -33,12 +34,12 @@ def trained_weights(data, path):
     return path
 
 
-def test_heldout_metric_on_2_and_3_ranks_equals_the_single_process_value(run_ddpx, tmp_path):
+def test_heldout_metric_on_3_ranks_equals_the_single_process_value(run_ddpx, tmp_path):
     data = make_splits(DATASET, seed=0)
     weights = trained_weights(data, tmp_path / "weights.pt")
 
     scores = {}
-    for nproc in (2, 3):
+    for nproc in (3,):
         workdir = tmp_path / f"eval{nproc}"
         workdir.mkdir()
         result = run_ddpx("recipe", TINY, "--nproc", str(nproc), "--tracking", "none", f"dataset.heldout_size={HELDOUT}",
@@ -62,4 +63,3 @@ def test_heldout_metric_on_2_and_3_ranks_equals_the_single_process_value(run_ddp
     for nproc, heldout in scores.items():
         assert heldout["heldout_accuracy"] == expected_accuracy, nproc
         assert heldout["heldout_loss"] == pytest.approx(expected_loss, rel=1e-5), nproc
-    assert scores[2]["heldout_accuracy"] == scores[3]["heldout_accuracy"]

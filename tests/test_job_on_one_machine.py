@@ -1,5 +1,5 @@
-"""What a job does on its machine beyond training: a compiled model saved as plain weights, sockets
-only on loopback, and two jobs started at once on a new MLflow store."""
+"""What a job does on its machine beyond training: a compiled model saved as plain weights, and two
+jobs started at once on a new MLflow store (sockets only on loopback: test_resume.py)."""
 
 import subprocess
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
-from conftest import TEST_RECIPES, processes_with_marker
+from conftest import TEST_RECIPES
 
 pytestmark = pytest.mark.slow  # every test here starts ranks
 
@@ -20,33 +20,6 @@ def test_compiled_model_trains_and_saves_plain_weights(run_ddpx):
     state = torch.load(result.run_dirs()[0] / "checkpoints" / "best.pt", weights_only=True)
     assert not any(k.startswith(("_orig_mod.", "module.")) for k in state["model"])
     assert state["recipe"]["train"]["compile"] is True
-
-
-@pytest.mark.slow
-def test_a_one_node_job_listens_on_loopback_only(tmp_path):
-    """The spawn launcher's rendezvous store and gloo's sockets: nothing of a one-node job is
-    reachable on another interface (torchrun's agent store is documented in docs/launchers)."""
-    import ipaddress
-    import os
-    import sys
-    import time
-    import uuid
-
-    import psutil
-
-    marker = uuid.uuid4().hex
-    env = dict(os.environ, DDPX_TEST_MARKER=marker, DDPX_LOG_MODEL="false")
-    job = subprocess.Popen([sys.executable, "-m", "ddpx", "recipe", TINY, "--tracking", "none", "train.max_epochs=4"],
-                           cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    listening: set[tuple[str, int]] = set()
-    while job.poll() is None:
-        pids = set(processes_with_marker(marker))
-        listening |= {(c.laddr.ip, c.laddr.port) for c in psutil.net_connections(kind="inet")
-                      if c.status == psutil.CONN_LISTEN and c.pid in pids}
-        time.sleep(0.1)
-    assert job.returncode == 0, job.stdout.read()
-    assert len(listening) >= 2, listening  # the store and gloo's listener, seen while the job ran
-    assert all(ipaddress.ip_address(ip).is_loopback for ip, _ in listening), listening
 
 
 @pytest.mark.slow

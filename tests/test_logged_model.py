@@ -1,6 +1,7 @@
 """The best model of a run as an MLflow model: logged with the run and its held-out metrics,
 registered, loaded with mlflow.pyfunc, served by ``mlflow models serve`` on loopback, and used by
-``ddpx predict`` — every way giving the same probabilities."""
+``ddpx predict`` — every way giving the same probabilities; the run's checkpoint and exported model
+reproduce its exact held-out metric (3 ranks)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from smiles_files import write_smiles_csv
 
 pytestmark = pytest.mark.slow  # trains a model
 
-SMALL = ["train.max_epochs=2", "model.num_layers=1", "model.d_model=32", "model.embedding_dim=32", "train.lr=0.01"]
+SMALL = ["train.max_epochs=8", "train.patience=0", "model.num_layers=1", "model.d_model=32", "model.embedding_dim=32",
+         "train.lr=0.01"]
 ASKED = ["CCOCl", "c1ccccc1N", "CC(=O)NCl", "C1CCNCC1Br"]
 
 
@@ -63,15 +65,48 @@ def served_predictions(model_uri: str, store: str, rows: list[str]) -> dict[str,
     return {row["smiles"]: row["probability"] for row in answer["predictions"]}
 
 
+def the_checkpoint_and_the_export_reproduce_the_exact_heldout_metric(result, molecules):
+    """The run's checkpoint, through the SMILES predictor, scores its held-out split as the 3 ranks
+    did; its reports are that split in order; its exported model folder rebuilds the same model."""
+    from sklearn.metrics import roc_auc_score
+
+    from ddpx.plugins.smiles.csv_table import read_smiles_csv
+    from ddpx.plugins.smiles.predict import SmilesPredictor
+    from ddpx.plugins.smiles.splits import random_split
+    from ddpx.records.model_export import load_model
+
+    summary, run_dir = result.summary(), result.run_dirs()[0]
+    predictor = SmilesPredictor.from_checkpoint(run_dir / "checkpoints" / "best.pt")
+    assert predictor.vocabulary.tokens[:2] == ["<pad>", "<unk>"] and "Cl" in predictor.vocabulary.index
+    table = read_smiles_csv(molecules, "smiles", "p_np", strict=True)
+    _, _, heldout = random_split(table.labels, seed=0, heldout_fraction=0.1, dev_fraction=0.2)
+    scores = predictor.predict_proba([table.smiles[i] for i in heldout])
+    expected = roc_auc_score([table.labels[i] for i in heldout], scores)
+    assert summary["heldout"]["heldout_roc_auc"] == pytest.approx(expected, abs=1e-9)
+    assert all(0 <= p <= 1 for p in scores)
+    # the run folder's reports: the predictions CSV is the held-out split, in order, and scores the same
+    rows = list(csv.DictReader((run_dir / "reports" / "heldout_predictions.csv").open()))
+    assert [int(r["target"]) for r in rows] == [table.labels[i] for i in heldout]
+    assert roc_auc_score([int(r["target"]) for r in rows], [float(r["probability"]) for r in rows]) == \
+        pytest.approx(expected, abs=1e-6)
+    assert (run_dir / "reports" / "heldout_roc_curve.png").read_bytes()[:4] == b"\x89PNG"
+    # the exported model (state dict + model.json with the vocabulary) rebuilds the same model
+    spec = json.loads((run_dir / "model" / "model.json").read_text())
+    assert spec["task_info"]["vocab"] == predictor.vocabulary.tokens
+    exported = SmilesPredictor(load_model(run_dir / "model"), predictor.vocabulary)
+    assert exported.predict_proba([table.smiles[i] for i in heldout]) == pytest.approx(scores, abs=1e-6)
+
+
 def test_the_best_model_is_logged_registered_served_and_predicted_alike(run_ddpx, tmp_path, new_store):
     import mlflow
     from mlflow.tracking import MlflowClient
 
     store = new_store
     molecules = write_smiles_csv(tmp_path / "molecules.csv", n=240)
-    trained = run_ddpx("recipe", "bbbp_rnn", "--nproc", "1", "--tracking-uri", store, "--no-system-metrics", "--register", "bbbp-test",
+    trained = run_ddpx("recipe", "bbbp_rnn", "--nproc", "3", "--tracking-uri", store, "--no-system-metrics", "--register", "bbbp-test",
                        f"dataset.path={molecules}", *SMALL, env={"DDPX_LOG_MODEL": "true"})
     assert trained.returncode == 0, trained.output
+    the_checkpoint_and_the_export_reproduce_the_exact_heldout_metric(trained, molecules)
     client = MlflowClient(store)
     (run,) = client.search_runs([client.get_experiment_by_name("bbbp_rnn").experiment_id])
     (model,) = client.search_logged_models(experiment_ids=[run.info.experiment_id])
@@ -98,27 +133,34 @@ def test_the_best_model_is_logged_registered_served_and_predicted_alike(run_ddpx
         assert answers == pytest.approx(expected, abs=1e-6)
 
 
-def test_predict_explains_a_wrong_model_or_input(run_ddpx, tmp_path, new_store):
+def test_predict_explains_a_wrong_model_or_input(ddpx_here, tmp_path, new_store):
     from mlflow.tracking import MlflowClient
+
+    from ddpx.plugins.mlp_synthetic.data import make_splits
+    from ddpx.plugins.mlp_synthetic.model import MLP
+    from ddpx.records.model_export import write_model_files
 
     store = new_store
     MlflowClient(store).search_experiments()
     table = tmp_path / "rows.csv"
     table.write_text("formula\nC2H6O\n")
-    unknown = run_ddpx("predict", "0" * 32, str(table), "--tracking-uri", store)
+    unknown = ddpx_here("predict", "0" * 32, str(table), "--tracking-uri", store)
     assert unknown.returncode == 2 and "cannot load the model '00000000" in unknown.stderr
-    trained = run_ddpx("recipe", "mlp_synthetic", "--tracking", "none", "--nproc", "1", "train.max_epochs=1",
-                       "dataset.train_size=64", "dataset.dev_size=32", "dataset.heldout_size=32", "dataset.dim_in=4")
-    assert trained.returncode == 0, trained.output
-    folder = str(trained.run_dirs()[0] / "model")
-    other_task = run_ddpx("predict", folder, str(table))
+    # a model folder as a run writes it: an mlp_synthetic model of 4 features (untrained: these are errors)
+    sizes = {"train_size": 64, "dev_size": 32, "heldout_size": 32, "dim_in": 4, "n_classes": 32, "class_sep": 0.4,
+             "label_noise": 0.03}
+    model = {"name": "mlp", "n_layers": 2, "dim_hidden": 8}
+    write_model_files(tmp_path / "model", MLP(4, 32, 8, 2).state_dict(), {"task": "mlp_synthetic", "model": model},
+                      make_splits(sizes, seed=0).info)
+    folder = str(tmp_path / "model")
+    other_task = ddpx_here("predict", folder, str(table))
     assert other_task.returncode == 2 and "reads 4 feature columns x0..x3; the input lacks x0, x1, x2, x3" in other_task.stderr
     (tmp_path / "blob.csv").write_bytes(bytes(range(256)) * 4)
-    unreadable = run_ddpx("predict", folder, str(tmp_path / "blob.csv"))
+    unreadable = ddpx_here("predict", folder, str(tmp_path / "blob.csv"))
     assert unreadable.returncode == 2 and "cannot read" in unreadable.stderr
     features = tmp_path / "features.csv"
     features.write_text("x0,x1,x2,x3\n0.1,0.2,0.3,0.4\n")
-    answered = run_ddpx("predict", folder, str(features), "--output", str(tmp_path / "answers.csv"))
+    answered = ddpx_here("predict", folder, str(features), "--output", str(tmp_path / "answers.csv"))
     assert answered.returncode == 0 and "1 prediction(s) written to" in answered.stderr
     assert (tmp_path / "answers.csv").read_text().splitlines()[0] == "predicted,probability"
     assert "Traceback" not in unknown.output + other_task.output + unreadable.output

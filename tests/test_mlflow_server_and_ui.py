@@ -156,21 +156,15 @@ def test_jobs_started_at_once_all_land_in_the_new_experiment(server, tmp_path):
 
 
 @pytest.mark.slow
-def test_ddpx_runs_lists_the_server_runs(tracked, server):
-    import subprocess
-    import sys
-
-    out = subprocess.run([sys.executable, "-m", "ddpx", "runs", "--tracking-uri", server, "--experiment", "ui",
-                          "--sort", "heldout_accuracy", "--json"], env=tracked["env"], capture_output=True, text=True,
-                         timeout=120)
+def test_ddpx_runs_lists_the_server_runs(tracked, server, ddpx_here):
+    out = ddpx_here("runs", "--tracking-uri", server, "--experiment", "ui", "--sort", "heldout_accuracy", "--json")
     assert out.returncode == 0, out.stderr
     listing = json.loads(out.stdout)
     trials = [r for r in listing["runs"] if r["sweep"].startswith("trial")]
     assert len(listing["runs"]) == 4 and len(trials) == 2
     values = [r["metrics"]["heldout_accuracy"] for r in listing["runs"] if "heldout_accuracy" in r["metrics"]]
     assert values == sorted(values, reverse=True)
-    table = subprocess.run([sys.executable, "-m", "ddpx", "runs", "--tracking-uri", server, "--experiment", "ui"],
-                           env=tracked["env"], capture_output=True, text=True, timeout=120)
+    table = ddpx_here("runs", "--tracking-uri", server, "--experiment", "ui")
     assert table.returncode == 0 and "train.lr" in table.stdout and "heldout_accuracy" in table.stdout
     # the experiment's link: the same saved view, best first, as the one printed after a run
     view_link = tracked["single_output"].split("Every run of ui, best first: ")[1].split()[0]

@@ -51,7 +51,7 @@ def test_a_search_runs_two_trials_at_once_each_on_its_own_cores(run_ddpx, tmp_pa
     for number, run in runs.items():
         log = (tmp_path / "ddpx-runs" / run.info.run_name / "trial.log").read_text()
         cores[number] = re.search(r"on CPU core\(s\) ([\d,]+)", log).group(1)
-        assert f"epoch 2/2" in log, log  # rank 0's output is in the trial's own log
+        assert "epoch 2/2" in log, log  # rank 0's output is in the trial's own log
     if len(os.sched_getaffinity(0)) >= 2:
         assert cores[1] != cores[2], "the two trials at once share no core"
 

@@ -63,7 +63,7 @@ def check_selection(run_dir, summary: dict) -> list[float]:
 
 
 @pytest.mark.slow
-def test_a_sweep_on_2_ranks_keeps_the_lowest_rmse_everywhere(run_ddpx, tracking_uri, experiment):
+def test_a_sweep_on_2_ranks_keeps_the_lowest_rmse_everywhere(run_ddpx, ddpx_here, tracking_uri, experiment):
     from mlflow.tracking import MlflowClient
 
     # lr 0.3 fits in an epoch, then the dev RMSE wavers at the noise floor (patience 1 stops it);
@@ -102,7 +102,7 @@ def test_a_sweep_on_2_ranks_keeps_the_lowest_rmse_everywhere(run_ddpx, tracking_
 
     state = json.loads(json.loads(client.get_experiment(experiment_id).tags[VIEW_TAG])["state"])
     assert state["orderByKey"] == "metrics.`heldout_rmse`" and state["orderByAsc"] is True
-    listed = run_ddpx("runs", "--tracking-uri", tracking_uri, "--experiment", experiment)
+    listed = ddpx_here("runs", "--tracking-uri", tracking_uri, "--experiment", experiment)
     assert listed.returncode == 0, listed.output
     assert "4 run(s), best first" in listed.stdout
     shown = [float(line.split("│")[1]) for line in listed.stdout.splitlines() if line.startswith("│")]

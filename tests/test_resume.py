@@ -1,17 +1,20 @@
 """Resuming: a preempted run and a torchrun restart continue to the weights of a run that nothing
-interrupted; a checkpoint given by path continues on another number of ranks, inside its epoch;
-bad checkpoints are refused."""
+interrupted (watched while it runs: a one-node job listens on loopback only); a checkpoint given by
+path continues on another number of ranks, inside its epoch; bad checkpoints are refused."""
 
 import io
 import json
+import os
 import subprocess
 import sys
+import time
+import uuid
 
 import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
-from conftest import TEST_RECIPES
+from conftest import TEST_RECIPES, processes_with_marker
 from ddpx.plugins.mlp_synthetic.data import make_splits
 from ddpx.plugins.mlp_synthetic.model import MLP
 from ddpx.rank.checkpoint import load_model_weights
@@ -28,13 +31,41 @@ def final_weights(result):
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory):
-    """The weights of a run that nothing interrupted (same seed, same recipe)."""
+def uninterrupted_job(tmp_path_factory):
+    """A run that nothing interrupted (same seed, same recipe), and the sockets its processes
+    listened on while it ran (seen every 0.1 s)."""
+    import psutil
+
     workdir = tmp_path_factory.mktemp("uninterrupted")
-    subprocess.run([sys.executable, "-m", "ddpx", "recipe", TINY, "--tracking", "none", EPOCHS], cwd=workdir,
-                   check=True, capture_output=True)
+    marker = uuid.uuid4().hex
+    env = dict(os.environ, DDPX_TEST_MARKER=marker, DDPX_LOG_MODEL="false")
+    job = subprocess.Popen([sys.executable, "-m", "ddpx", "recipe", TINY, "--tracking", "none", EPOCHS], cwd=workdir,
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    listening: set[tuple[str, int]] = set()
+    while job.poll() is None:
+        pids = set(processes_with_marker(marker))
+        listening |= {(c.laddr.ip, c.laddr.port) for c in psutil.net_connections(kind="inet")
+                      if c.status == psutil.CONN_LISTEN and c.pid in pids}
+        time.sleep(0.1)
+    assert job.returncode == 0, job.stdout.read()
     (run_dir,) = (workdir / "ddpx-runs").iterdir()
-    return torch.load(run_dir / "checkpoints" / "last.pt", weights_only=True)["model"]
+    return torch.load(run_dir / "checkpoints" / "last.pt", weights_only=True)["model"], listening
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(uninterrupted_job):
+    """The weights of the run that nothing interrupted."""
+    return uninterrupted_job[0]
+
+
+def test_a_one_node_job_listens_on_loopback_only(uninterrupted_job):
+    """The spawn launcher's rendezvous store and gloo's sockets: nothing of a one-node job is
+    reachable on another interface (torchrun's agent store is documented in docs/launchers)."""
+    import ipaddress
+
+    listening = uninterrupted_job[1]
+    assert len(listening) >= 2, listening  # the store and gloo's listener, seen while the job ran
+    assert all(ipaddress.ip_address(ip).is_loopback for ip, _ in listening), listening
 
 
 def assert_same_weights(a, b):
@@ -84,18 +115,24 @@ def test_torchrun_restarts_a_killed_worker_and_resumes(run_ddpx, tracking_uri, e
     assert [m.step for m in client.get_metric_history(run.info.run_id, "train_loss")] == [1, 2, 3, 4]
 
 
-def heldout_accuracy_in_this_process(weights):
-    """The accuracy of the tiny recipe's model with ``weights`` (a state dict file) over exactly its held-out split."""
+def heldout_in_this_process(weights) -> tuple[float, float]:
+    """The accuracy and the cross-entropy of the tiny recipe's model with ``weights`` (a state dict
+    file) over exactly its held-out split, in one process."""
     model = MLP(64, 8, 64, 3)
     load_model_weights(model, weights)
     data = make_splits({"train_size": 1200, "dev_size": 300, "heldout_size": 301, "dim_in": 64, "n_classes": 8,
                         "class_sep": 0.8, "label_noise": 0.03}, seed=0)
     inputs, targets = data.heldout.tensors
     with torch.no_grad():
-        return (model.eval()(inputs).argmax(1) == targets).double().mean().item()
+        logits = model.eval()(inputs)
+    return (logits.argmax(1) == targets).double().mean().item(), torch.nn.functional.cross_entropy(logits, targets).item()
 
 
-def test_a_checkpoint_of_3_ranks_resumes_by_path_on_2_and_bad_checkpoints_are_refused(run_ddpx, tmp_path):
+def heldout_accuracy_in_this_process(weights) -> float:
+    return heldout_in_this_process(weights)[0]
+
+
+def test_a_checkpoint_of_3_ranks_resumes_by_path_on_2_and_bad_checkpoints_are_refused(run_ddpx, ddpx_here, tmp_path):
     first = run_ddpx("recipe", TINY, "--nproc", "3", "--tracking", "none", EPOCHS, "train.stop_check_every=5",
                      "train.lr_schedule=onecycle", plugins=("ddpx_testplug_preempt",),
                      env={"DDPX_TEST_SIGNAL_AT": "1:16:USR1"}, cwd=tmp_path)  # 13 steps an epoch on 3 ranks
@@ -104,30 +141,32 @@ def test_a_checkpoint_of_3_ranks_resumes_by_path_on_2_and_bad_checkpoints_are_re
     later = tmp_path / "later"
     later.mkdir()
     continued = run_ddpx("recipe", TINY, "--nproc", "2", "--tracking", "none", EPOCHS, "train.lr_schedule=onecycle",
-                         "--resume", str(checkpoint), cwd=later)
+                         "train.eval_batch_size=64", "--resume", str(checkpoint), cwd=later)  # 301 held out: 151 + 150
     assert continued.returncode == 0, continued.output
     assert "1 epoch(s) done, 10 step(s) into epoch 2" in continued.stdout
     assert "continuing on 2 rank(s) a checkpoint of 3: 13 optimizer steps per epoch there, 19 here" in continued.stdout
     epochs = [json.loads(line) for line in (continued.run_dirs()[0] / "metrics.jsonl").read_text().splitlines()]
     assert [e["epoch"] for e in epochs] == [2, 3, 4] and epochs[-1]["lr"] < 0.001, "one-cycle ends at the run's end"
     summary = continued.summary()
-    assert summary["heldout"]["heldout_accuracy"] == heldout_accuracy_in_this_process(continued.run_dirs()[0] / "model" / "state_dict.pt")
+    accuracy, loss = heldout_in_this_process(continued.run_dirs()[0] / "model" / "state_dict.pt")
+    assert summary["heldout"]["heldout_accuracy"] == accuracy and summary["heldout_samples"] == 301  # exact on 2 ranks
+    assert summary["heldout"]["heldout_loss"] == pytest.approx(loss, rel=1e-5)
     assert summary["heldout"]["heldout_accuracy"] > 0.9
 
     corrupt = tmp_path / "corrupt.pt"
     corrupt.write_bytes(checkpoint.read_bytes()[:100])
-    bad = run_ddpx("recipe", TINY, "--tracking", "none", "--resume", str(corrupt), cwd=later)
+    bad = ddpx_here("recipe", TINY, "--tracking", "none", "--resume", str(corrupt), cwd=later)
     assert bad.returncode == 2 and "corrupt, truncated" in bad.stderr and "Traceback" not in bad.output
-    foreign = run_ddpx("recipe", TINY, "--tracking", "none", "model.dim_hidden=32", "--resume", str(checkpoint), cwd=later)
+    foreign = ddpx_here("recipe", TINY, "--tracking", "none", "model.dim_hidden=32", "--resume", str(checkpoint), cwd=later)
     assert foreign.returncode == 2 and "written for another model" in foreign.stderr  # caught before launch
     assert len(list((later / "ddpx-runs").iterdir())) == 1
 
     checkpoint.write_bytes(b"not a checkpoint")  # --resume auto never silently starts afresh
-    auto = run_ddpx("recipe", TINY, "--tracking", "none", "--resume", "auto", cwd=tmp_path)
+    auto = ddpx_here("recipe", TINY, "--tracking", "none", "--resume", "auto", cwd=tmp_path)
     assert auto.returncode == 2 and "cannot be read safely" in auto.stderr  # found before launch
 
 
-def test_fsdp_trains_like_ddp_resumes_its_shards_on_3_ranks_and_exports_one_plain_model(run_ddpx, tmp_path,
+def test_fsdp_trains_like_ddp_resumes_its_shards_on_3_ranks_and_exports_one_plain_model(run_ddpx, ddpx_here, tmp_path,
                                                                                       uninterrupted, new_store):
     import mlflow
     import pandas as pd
@@ -153,7 +192,7 @@ def test_fsdp_trains_like_ddp_resumes_its_shards_on_3_ranks_and_exports_one_plai
                             "class_sep": 0.8, "label_noise": 0.03}, seed=0).heldout.tensors[0][:20].numpy()
     table = pd.DataFrame(features, columns=[f"x{i}" for i in range(64)])
     table.to_csv(tmp_path / "rows.csv", index=False)
-    predicted = run_ddpx("predict", str(run_dir / "model"), str(tmp_path / "rows.csv"))
+    predicted = ddpx_here("predict", str(run_dir / "model"), str(tmp_path / "rows.csv"))
     assert predicted.returncode == 0, predicted.output
     by_cli = pd.read_csv(io.StringIO(predicted.stdout))
     mlflow.set_tracking_uri(store)

@@ -84,9 +84,9 @@ def test_the_table_fits_the_terminal_and_leads_with_the_full_metric(store, colum
     assert "mlflow ui --backend-store-uri" in text and "#/compare-runs?runs=[" in text
 
 
-def test_piped_output_is_one_wide_table_with_every_differing_param(run_ddpx, store):
+def test_piped_output_is_one_wide_table_with_every_differing_param(ddpx_here, store):
     uri, _ = store
-    result = run_ddpx("runs", "--tracking-uri", uri)
+    result = ddpx_here("runs", "--tracking-uri", uri)
     assert result.returncode == 0, result.output
     header = next(line for line in table_lines(result.stdout, "bbbp_rnn") if "heldout_roc_auc" in line)
     assert cells(header) == ["heldout_roc_auc", "run", "model.d_model", "train.lr", "duration", "status", "started"]
@@ -94,14 +94,14 @@ def test_piped_output_is_one_wide_table_with_every_differing_param(run_ddpx, sto
     assert "3.5 min" in result.stdout and "not shown at this width" not in result.stdout
 
 
-def test_recipe_limit_json_and_the_compare_url(run_ddpx, store):
+def test_recipe_limit_json_and_the_compare_url(ddpx_here, store):
     uri, _ = store
-    listed = json.loads(run_ddpx("runs", "--tracking-uri", uri, "--recipe", "bbbp_rnn", "--limit", "2", "--json").stdout)
+    listed = json.loads(ddpx_here("runs", "--tracking-uri", uri, "--recipe", "bbbp_rnn", "--limit", "2", "--json").stdout)
     assert [r["metrics"]["heldout_roc_auc"] for r in listed["runs"]] == [0.947812, 0.912345]
     ids = json.dumps([r["run_id"] for r in listed["runs"]], separators=(",", ":"))
     assert listed["compare_url"].startswith(f"http://127.0.0.1:5000/#/compare-runs?runs={ids}&experiments=")
-    worst = run_ddpx("runs", "--tracking-uri", uri, "--recipe", "bbbp_rnn", "--sort", "heldout_roc_auc",
+    worst = ddpx_here("runs", "--tracking-uri", uri, "--recipe", "bbbp_rnn", "--sort", "heldout_roc_auc",
                      "--ascending", "--limit", "1", "--json").stdout
     assert [r["metrics"]["heldout_roc_auc"] for r in json.loads(worst)["runs"]] == [0.881234]
-    wrong = run_ddpx("runs", "--tracking-uri", uri, "--sort", "heldout_f1")
+    wrong = ddpx_here("runs", "--tracking-uri", uri, "--sort", "heldout_f1")
     assert wrong.returncode == 2 and "Sort by one of: heldout_accuracy, heldout_roc_auc" in wrong.stderr

@@ -12,7 +12,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-import torch
 
 from conftest import TEST_PLUGINS, TEST_RECIPES, orphans
 from ddpx.launch.signals import rank_processes
@@ -160,37 +159,14 @@ def test_two_nodes_on_one_machine_form_one_world(tmp_path, tracking_uri, experim
     assert run.data.params["world_size"] == "2" and run.data.params["nnodes"] == "2"
 
 
-def _agree_on_a_stop(rank: int, port: int, out_dir: str) -> None:
-    """One rank of a gloo world of two: rank 1 steps twice as slowly and is asked to stop at step 40."""
-    import json
-
-    import torch.distributed as dist
-
-    from ddpx.rank import signals
-
-    signals.CHECK_SECONDS = 0.2  # keep the test short: intervals of about 0.2 s of the slowest rank's steps
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
-    stops = signals.StopRequests(every=0)
-    intervals, agreed_at = [], None
-    for step in range(1, 400):
-        time.sleep(0.002 * (rank + 1))
-        if rank == 1 and step == 40:
-            stops.requested = True
-        if stops.agreed(step, torch.device("cpu")):
-            agreed_at = step
-            break
-        intervals.append(stops.every)
-    dist.destroy_process_group()
-    stops.restore()
-    (Path(out_dir) / f"rank{rank}.json").write_text(json.dumps({"agreed_at": agreed_at, "intervals": intervals}))
-
-
 def test_ranks_space_their_stop_checks_alike_and_stop_at_the_same_step(tmp_path):
     import json
 
     import torch.multiprocessing as mp
 
-    mp.spawn(_agree_on_a_stop, args=(free_port(), str(tmp_path)), nprocs=2)
+    from stop_agreement import agree_on_a_stop  # a light module: each spawned process imports it
+
+    mp.spawn(agree_on_a_stop, args=(free_port(), str(tmp_path)), nprocs=2)
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert ranks[0] == ranks[1], "both ranks check at the same steps and stop at the same one"
     intervals = ranks[0]["intervals"]

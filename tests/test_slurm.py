@@ -5,13 +5,13 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
 from conftest import TEST_PLUGINS, TEST_RECIPES
-from smiles_files import write_smiles_csv
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 
@@ -77,19 +77,6 @@ def test_ranks_take_their_place_from_slurm_variables():
 
 @pytest.mark.slow
 @needs_cluster
-def test_slurm_wait_runs_the_recipe_and_logs_one_run(run_ddpx, tmp_path, tracking_uri, experiment):
-    result = run_ddpx("recipe", "bbbp_rnn", "--launcher", "slurm", "--nnodes", "1", "--nproc", "2", "--wait",
-                      "--tracking-uri", tracking_uri, "--experiment", experiment, "train.max_epochs=2",
-                      f"dataset.path={write_smiles_csv(tmp_path / 'molecules.csv', n=120)}")
-    assert result.returncode == 0, result.output
-    assert "submitted Slurm job" in result.stdout and "done:" in result.stdout
-    _, run = only_run(tracking_uri, experiment)
-    assert run.data.params["world_size"] == "2" and run.data.params["launcher"] == "slurm"
-    assert run.info.status == "FINISHED"
-
-
-@pytest.mark.slow
-@needs_cluster
 def test_a_parallel_sweep_submits_its_trials_as_slurm_jobs_at_once(run_ddpx, tracking_uri, experiment):
     result = run_ddpx("sweep", TINY, "train.lr=0.05,0.1", "train.max_epochs=1", "--parallel", "2",
                       "--launcher", "slurm", "--nproc", "1", "--wait", "--tracking-uri", tracking_uri,
@@ -126,9 +113,11 @@ def test_inside_an_allocation_ranks_start_with_srun(tmp_path):
 def test_preemption_checkpoints_requeues_and_resumes_losing_nothing(run_ddpx, tmp_path, tracking_uri, experiment):
     args = ["recipe", "mlp_synthetic", "--launcher", "slurm", "--nproc", "2", "train.max_epochs=10", "train.patience=0",
             "dataset.train_size=6000"]
-    (tmp_path / "reference").mkdir()  # the uninterrupted run, on the cluster beside the preempted one
-    reference = run_ddpx(*args, "--tracking", "none", cwd=tmp_path / "reference")
-    assert reference.returncode == 0, reference.output
+    (tmp_path / "reference").mkdir()  # the uninterrupted run, on the cluster beside the preempted one: --wait
+    waiting = ThreadPoolExecutor(1).submit(run_ddpx, *args, "--wait", "--tracking", "none", cwd=tmp_path / "reference")
+    while not list((tmp_path / "reference").glob("ddpx-runs/*/slurm-job-id")):
+        assert not waiting.done(), waiting.result().output
+        time.sleep(0.2)
 
     preempted = tmp_path / "preempted"
     preempted.mkdir()
@@ -149,8 +138,12 @@ def test_preemption_checkpoints_requeues_and_resumes_losing_nothing(run_ddpx, tm
     assert "DUE TO JOB REQUEUE" in log and "resuming from" in log
     client, run = only_run(tracking_uri, experiment)
     assert run.info.status == "FINISHED"
+    assert run.data.params["world_size"] == "2" and run.data.params["launcher"] == "slurm"
     assert [m.step for m in client.get_metric_history(run.info.run_id, "train_loss")] == list(range(1, 11))
     final = torch.load(run_dir / "checkpoints" / "last.pt", weights_only=True)["model"]
+    reference = waiting.result(timeout=300)  # --wait: the command returns when the job has ended
+    assert reference.returncode == 0, reference.output
+    assert "submitted Slurm job" in reference.stdout and "done: mlp_synthetic" in reference.stdout
     (reference_dir,) = reference.run_dirs()
     assert wait_for_job((reference_dir / "slurm-job-id").read_text()) == "COMPLETED"
     expected = torch.load(reference_dir / "checkpoints" / "last.pt", weights_only=True)["model"]

@@ -1,20 +1,15 @@
-"""The SMILES task end to end: both launchers, MLflow, the predictor, downloads, real BBBP."""
+"""The SMILES task end to end: bad rows, errors before launch, scaffold split and enumeration, real
+BBBP on torchrun. (The predictor and the exported model: test_logged_model.py.)"""
 
-import csv
-import json
 import os
 from pathlib import Path
 
 import pytest
-from mlflow.tracking import MlflowClient
 from sklearn.metrics import roc_auc_score
 
-from conftest import TESTS, serve_directory
-from ddpx.records.model_export import load_model
+from conftest import TESTS
 from ddpx.plugins.smiles.csv_table import read_smiles_csv
-from ddpx.plugins.smiles.download import ensure_file
 from ddpx.plugins.smiles.predict import SmilesPredictor
-from ddpx.plugins.smiles.splits import random_split
 from real_data import BBBP, needs_bbbp
 from smiles_files import write_smiles_csv
 
@@ -30,37 +25,7 @@ def molecules(tmp_path) -> Path:
 
 
 @pytest.mark.slow
-def test_predictor_reloads_the_checkpoint_and_reproduces_the_exact_heldout_metric(run_ddpx, molecules):
-    result = run_ddpx("recipe", "bbbp_rnn", "--nproc", "3", "--tracking", "none", f"dataset.path={molecules}", *FAST)
-    assert result.returncode == 0, result.output
-    summary = result.summary()
-    predictor = SmilesPredictor.from_checkpoint(result.run_dirs()[0] / "checkpoints" / "best.pt")
-    assert predictor.vocabulary.tokens[:2] == ["<pad>", "<unk>"] and "Cl" in predictor.vocabulary.index
-
-    table = read_smiles_csv(molecules, "smiles", "p_np", strict=True)
-    _, _, heldout = random_split(table.labels, seed=0, heldout_fraction=0.1, dev_fraction=0.2)
-    scores = predictor.predict_proba([table.smiles[i] for i in heldout])
-    expected = roc_auc_score([table.labels[i] for i in heldout], scores)
-    assert summary["heldout"]["heldout_roc_auc"] == pytest.approx(expected, abs=1e-9)
-    assert all(0 <= p <= 1 for p in scores)
-
-    # the run folder's reports: the predictions CSV is the held-out split, in order, and scores the same
-    run_dir = result.run_dirs()[0]
-    rows = list(csv.DictReader((run_dir / "reports" / "heldout_predictions.csv").open()))
-    assert [int(r["target"]) for r in rows] == [table.labels[i] for i in heldout]
-    assert roc_auc_score([int(r["target"]) for r in rows], [float(r["probability"]) for r in rows]) == \
-        pytest.approx(expected, abs=1e-6)
-    assert (run_dir / "reports" / "heldout_roc_curve.png").read_bytes()[:4] == b"\x89PNG"
-    # the exported model (state dict + model.json with the vocabulary) rebuilds the same model
-    spec = json.loads((run_dir / "model" / "model.json").read_text())
-    assert spec["task_info"]["vocab"] == predictor.vocabulary.tokens
-    model = load_model(run_dir / "model")
-    exported = SmilesPredictor(model, predictor.vocabulary).predict_proba([table.smiles[i] for i in heldout])
-    assert exported == pytest.approx(scores, abs=1e-6)
-
-
-@pytest.mark.slow
-def test_bad_rows_are_reported_once_and_skipped(run_ddpx, tmp_path):
+def test_bad_rows_are_reported_once_and_skipped(run_ddpx, ddpx_here, tmp_path):
     """On a user's own classification file (task smiles_csv), with a GRU."""
     path = write_smiles_csv(tmp_path / "bad.csv", n=240, extra_rows="241,empty,1,\r\n242,odd,1,CC X\r\n")
     result = run_ddpx("recipe", "smiles_csv_rnn", "--nproc", "1", "--tracking", "none", f"dataset.path={path}",
@@ -71,14 +36,14 @@ def test_bad_rows_are_reported_once_and_skipped(run_ddpx, tmp_path):
     assert type(gru).__name__ == "GRU"
     assert result.stdout.count("skipped 2 bad row(s)") == 1
     assert "an empty SMILES (line 242)" in result.stdout and "cannot represent (line 243)" in result.stdout
-    strict = run_ddpx("recipe", "smiles_csv_rnn", "--tracking", "none", f"dataset.path={path}",
+    strict = ddpx_here("recipe", "smiles_csv_rnn", "--tracking", "none", f"dataset.path={path}",
                       "dataset.label_column=p_np", "dataset.strict=true")
     assert strict.returncode == 2 and strict.stderr.count("has bad rows") == 1 and "Traceback" not in strict.output
     assert strict.run_dirs() == result.run_dirs()  # refused before launch: no new run folder
 
 
-def test_missing_file_and_missing_rdkit_are_errors_before_launch(run_ddpx, tmp_path, molecules):
-    missing = run_ddpx("recipe", "bbbp_rnn", env={"DDPX_DATA_DIR": str(tmp_path / "empty")})
+def test_missing_file_and_missing_rdkit_are_errors_before_launch(run_ddpx, ddpx_here, tmp_path, molecules):
+    missing = ddpx_here("recipe", "bbbp_rnn", env={"DDPX_DATA_DIR": str(tmp_path / "empty")})
     assert missing.returncode == 2
     assert "BBBP is MoleculeNet's public" in missing.stderr and "deepchemdata" in missing.stderr
     assert "dataset.download=true" in missing.stderr
@@ -122,11 +87,11 @@ def test_scaffold_split_canonical_and_enumerated_smiles_in_length_buckets_score_
 
 @pytest.mark.slow
 @needs_bbbp
-def test_real_bbbp_reaches_a_roc_auc_a_broken_pipeline_cannot(run_ddpx, tracking_uri, experiment):
+def test_real_bbbp_reaches_a_roc_auc_a_broken_pipeline_cannot(run_ddpx):
     # the pipeline on the real file with a one-layer model (held-out ROC-AUC about 0.93 after 3
     # epochs); the recipe's own model and numbers are measured by benchmarks/moleculenet_quality.py
-    result = run_ddpx("recipe", "bbbp_rnn", "--launcher", "torchrun", "--nproc", "2", "--tracking-uri", tracking_uri,
-                      "--experiment", experiment, f"dataset.path={BBBP}", "train.max_epochs=3", "model.num_layers=1", "model.d_model=64",
+    result = run_ddpx("recipe", "bbbp_rnn", "--launcher", "torchrun", "--nproc", "2", "--tracking", "none",
+                      f"dataset.path={BBBP}", "train.max_epochs=3", "model.num_layers=1", "model.d_model=64",
                       "model.embedding_dim=64", timeout=600)
     assert result.returncode == 0, result.output
     summary = result.summary()

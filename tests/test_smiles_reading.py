@@ -1,7 +1,6 @@
 """The SMILES tokenizer and CSV reading: real-file quirks, bad rows, clear errors."""
 
 import itertools
-from pathlib import Path
 
 import pytest
 

@@ -87,7 +87,7 @@ def heldout_rmse_here(path, model_folder) -> tuple[float, np.ndarray, list[str]]
 
 
 @pytest.mark.slow
-def test_own_csv_regression_on_2_ranks_is_exact_and_answers_in_file_units(run_ddpx, tmp_path):
+def test_own_csv_regression_on_2_ranks_is_exact_and_answers_in_file_units(run_ddpx, ddpx_here, tmp_path):
     path = write_regression_csv(tmp_path / "mols.csv", n=120)
     trained = run_ddpx("recipe", "smiles_csv_rnn", "--nproc", "2", "--tracking", "none", f"dataset.path={path}",
                        TWO_TARGETS, "dataset.task_type=regression", "train.max_epochs=3", *SMALL)
@@ -100,7 +100,7 @@ def test_own_csv_regression_on_2_ranks_is_exact_and_answers_in_file_units(run_dd
     assert 100 < predicted[:, 1].mean() < 200  # melting points in the file's units, not standardised ones
     asked = tmp_path / "asked.csv"
     pd.DataFrame({"smiles": smiles}).to_csv(asked, index=False)
-    answered = run_ddpx("predict", str(run_dir / "model"), str(asked), "--output", str(tmp_path / "answers.csv"))
+    answered = ddpx_here("predict", str(run_dir / "model"), str(asked), "--output", str(tmp_path / "answers.csv"))
     assert answered.returncode == 0, answered.output
     by_cli = pd.read_csv(tmp_path / "answers.csv")
     assert list(by_cli.columns) == ["smiles", *(f"prediction_{t}" for t in TARGETS)]

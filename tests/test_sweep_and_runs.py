@@ -21,16 +21,16 @@ def test_dry_run_lists_the_grid_and_starts_nothing(run_ddpx):
     assert result.run_dirs() == [] and not (result.cwd / "mlflow.db").exists()
 
 
-def test_a_bad_value_in_any_trial_is_an_error_before_anything_starts(run_ddpx):
-    result = run_ddpx("sweep", TINY, "train.lr=0.1,-1")
+def test_a_bad_value_in_any_trial_is_an_error_before_anything_starts(ddpx_here):
+    result = ddpx_here("sweep", TINY, "train.lr=0.1,-1")
     assert result.returncode == 2 and "train.lr" in result.stderr and "Traceback" not in result.output
     assert result.run_dirs() == []
-    no_grid = run_ddpx("sweep", TINY, "train.lr=0.1")
+    no_grid = ddpx_here("sweep", TINY, "train.lr=0.1")
     assert no_grid.returncode == 2 and "KEY=V1,V2" in no_grid.stderr
 
 
 @pytest.mark.slow
-def test_a_failed_trial_is_marked_failed_and_the_sweep_goes_on(run_ddpx, tracking_uri, experiment):
+def test_a_failed_trial_is_marked_failed_and_the_sweep_goes_on(run_ddpx, ddpx_here, tracking_uri, experiment):
     result = run_ddpx("sweep", TINY, "task=failing_on_rank1,mlp_synthetic", "train.max_epochs=1",
                       "--tracking-uri", tracking_uri, "--experiment", experiment, "--no-system-metrics",
                       plugins=("ddpx_testplug_failing",), env={"DDPX_SYSTEM_METRICS": "true"})  # the flag wins
@@ -51,11 +51,11 @@ def test_a_failed_trial_is_marked_failed_and_the_sweep_goes_on(run_ddpx, trackin
     assert all(r.data.tags["mlflow.parentRunId"] == parent.info.run_id for r in by_trial.values())
     assert not any(k.startswith("system/") for r in runs for k in r.data.metrics)  # --no-system-metrics
 
-    listed = run_ddpx("runs", "--tracking-uri", tracking_uri, "--experiment", experiment, "--json")
+    listed = ddpx_here("runs", "--tracking-uri", tracking_uri, "--experiment", experiment, "--json")
     assert listed.returncode == 0, listed.output
     rows = json.loads(listed.stdout)["runs"]
     assert sorted(r["sweep"] for r in rows) == ["parent", "trial 1", "trial 2"]
-    table = run_ddpx("runs", "--tracking-uri", tracking_uri, "--experiment", experiment, "--recipe", "tiny_mlp",
+    table = ddpx_here("runs", "--tracking-uri", tracking_uri, "--experiment", experiment, "--recipe", "tiny_mlp",
                      "--sort", "heldout_accuracy", "--ascending", "--limit", "2")
     assert table.returncode == 0 and "mlflow ui --backend-store-uri" in table.stdout
     shown = [line for line in table.stdout.splitlines() if line.startswith("│")]
@@ -63,22 +63,20 @@ def test_a_failed_trial_is_marked_failed_and_the_sweep_goes_on(run_ddpx, trackin
     assert f"{by_trial['2'].data.metrics['heldout_accuracy']:.4f}" in shown[0]  # the scored run first, its full value
 
 
-def test_runs_explains_a_missing_store_experiment_or_metric(run_ddpx, tmp_path, new_store):
-    from mlflow.tracking import MlflowClient
-
-    missing = run_ddpx("runs", "--tracking-uri", f"sqlite:///{tmp_path / 'nothing.db'}")
+def test_runs_explains_a_missing_store_experiment_or_metric(ddpx_here, tmp_path, new_store):
+    missing = ddpx_here("runs", "--tracking-uri", f"sqlite:///{tmp_path / 'nothing.db'}")
     assert missing.returncode == 2 and "there is no MLflow store" in missing.stderr
     assert not (tmp_path / "nothing.db").exists()
     store = new_store  # a store that exists, without that experiment
-    unknown = run_ddpx("runs", "--tracking-uri", store, "--experiment", "no-such-experiment")
+    unknown = ddpx_here("runs", "--tracking-uri", store, "--experiment", "no-such-experiment")
     assert unknown.returncode == 2 and "there is no experiment 'no-such-experiment'" in unknown.stderr
-    down = run_ddpx("runs", "--tracking-uri", "http://127.0.0.1:9")
+    down = ddpx_here("runs", "--tracking-uri", "http://127.0.0.1:9")
     assert down.returncode == 2 and "no MLflow server answers at http://127.0.0.1:9" in down.stderr
     assert "Traceback" not in missing.output + unknown.output + down.output
 
 
 @pytest.mark.slow
-def test_an_optuna_search_prunes_a_poor_trial_on_every_rank_and_nests_its_trials(run_ddpx, tracking_uri, experiment,
+def test_an_optuna_search_prunes_a_poor_trial_on_every_rank_and_nests_its_trials(run_ddpx, ddpx_here, tracking_uri, experiment,
                                                                                   tmp_path):
     import optuna
 
@@ -117,7 +115,7 @@ def test_an_optuna_search_prunes_a_poor_trial_on_every_rank_and_nests_its_trials
             assert run.info.status == "FINISHED" and history == [1, 2]
     assert "pruned trial 3 (train.lr=0.0001)" in result.stdout and "stopped after epoch 1" in result.stdout
 
-    listed = run_ddpx("runs", "--tracking-uri", tracking_uri, "--experiment", experiment, "--json")
+    listed = ddpx_here("runs", "--tracking-uri", tracking_uri, "--experiment", experiment, "--json")
     assert listed.returncode == 0, listed.output
     rows = json.loads(listed.stdout)["runs"]  # the study's trials grouped under its parent run
     assert sorted(r["sweep"] for r in rows) == ["parent", "trial 1", "trial 2", "trial 3", "trial 4"]

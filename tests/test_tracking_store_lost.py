@@ -11,7 +11,7 @@ import sys
 import pytest
 from mlflow.tracking import MlflowClient
 
-from conftest import TEST_PLUGINS, TEST_RECIPES
+from conftest import TEST_PLUGINS, TEST_RECIPES, copy_of_new_store, store_template
 from mlflow_server import mlflow_server
 
 pytestmark = pytest.mark.slow  # starts ranks and MLflow servers
@@ -39,7 +39,8 @@ def train_while_the_server_dies(uri, workdir):
     return subprocess.CompletedProcess(job.args, job.returncode, stdout, stderr)
 
 
-def test_a_server_killed_mid_run_loses_nothing_and_upload_finishes_the_same_run(run_ddpx, tmp_path):
+def test_a_server_killed_mid_run_loses_nothing_and_upload_finishes_the_same_run(run_ddpx, ddpx_here, tmp_path,
+                                                                                    tmp_path_factory):
     server_home, workdir = tmp_path / "server", tmp_path / "work"
     server_home.mkdir(), workdir.mkdir()
     with mlflow_server(server_home) as uri:
@@ -66,8 +67,8 @@ def test_a_server_killed_mid_run_loses_nothing_and_upload_finishes_the_same_run(
         assert "ddpx.error" not in run.data.tags
 
     # another store has no run of this folder: a new run gets all of it
-    fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
-    again = run_ddpx("upload", str(run_dir), "--tracking-uri", fresh)
+    fresh = copy_of_new_store(store_template(tmp_path_factory), tmp_path, "fresh.db")  # new and empty
+    again = ddpx_here("upload", str(run_dir), "--tracking-uri", fresh)
     assert again.returncode == 0, again.output
     client = MlflowClient(fresh)
     (copy,) = client.search_runs([client.get_experiment_by_name("tiny_mlp").experiment_id])
@@ -75,5 +76,5 @@ def test_a_server_killed_mid_run_loses_nothing_and_upload_finishes_the_same_run(
     assert [m.step for m in client.get_metric_history(copy.info.run_id, "dev_accuracy")] == [1, 2, 3]
     assert {a.path for a in client.list_artifacts(copy.info.run_id)} >= {"recipe.toml", "heldout_confusion_matrix.png",
                                                                         "model"}
-    missing = run_ddpx("upload", str(tmp_path / "nowhere"), "--tracking-uri", fresh)
+    missing = ddpx_here("upload", str(tmp_path / "nowhere"), "--tracking-uri", fresh)
     assert missing.returncode == 2 and "is not a finished ddpx run folder" in missing.stderr

@@ -17,10 +17,10 @@ def tiny_images(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("launcher, loader", [("spawn", "fast"), ("torchrun", "torchvision")])
-def test_mnist_convnet_on_both_paths_logs_accuracy_and_confusion_matrix(run_ddpx, tiny_images, tracking_uri,
-                                                                         experiment, launcher, loader):
-    result = run_ddpx("recipe", "mnist_convnet", "--launcher", launcher, "--nproc", "2", "--tracking-uri", tracking_uri,
+@pytest.mark.parametrize("loader", ["fast", "torchvision"])  # the launchers are the launcher tests' business
+def test_mnist_convnet_on_both_paths_logs_accuracy_and_confusion_matrix(run_ddpx, ddpx_here, tiny_images, tracking_uri,
+                                                                         experiment, loader):
+    result = run_ddpx("recipe", "mnist_convnet", "--nproc", "2", "--tracking-uri", tracking_uri,
                       "--experiment", experiment, f"dataset.root={tiny_images}", f"dataset.loader={loader}",
                       "train.max_epochs=3", "train.batch_size=32")
     assert result.returncode == 0, result.output
@@ -33,11 +33,11 @@ def test_mnist_convnet_on_both_paths_logs_accuracy_and_confusion_matrix(run_ddpx
     assert "heldout_confusion_matrix.png" in artifacts
     png = result.run_dirs()[0] / "reports" / "heldout_confusion_matrix.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    if launcher == "spawn":
-        predicted_from_files_and_pixels_alike(run_ddpx, result.run_dirs()[0] / "model", tiny_images.parent)
+    if loader == "fast":
+        predicted_from_files_and_pixels_alike(ddpx_here, result.run_dirs()[0] / "model", tiny_images.parent)
 
 
-def predicted_from_files_and_pixels_alike(run_ddpx, model_folder, work):
+def predicted_from_files_and_pixels_alike(ddpx, model_folder, work):
     """`ddpx predict MODEL FOLDER` on PNG files of new digits, and the model's table predictor on
     the same pixels (as an MLflow model serving JSON receives them), give the same classes."""
     import numpy as np
@@ -54,7 +54,7 @@ def predicted_from_files_and_pixels_alike(run_ddpx, model_folder, work):
     folder.mkdir(exist_ok=True)
     for label, image in zip(labels, images):
         write_png(torch.from_numpy(image)[None], str(folder / f"digit-{label}.png"))
-    answered = run_ddpx("predict", str(model_folder), str(folder))
+    answered = ddpx("predict", str(model_folder), str(folder))
     assert answered.returncode == 0, answered.output
     rows = [line.split(",") for line in answered.stdout.splitlines()[1:]]
     assert [row[0].rsplit("-", 1)[1] for row in rows] == [f"{label}.png" for label in labels]
@@ -93,7 +93,7 @@ def test_the_cifar_stem_keeps_32x32_images_whole_until_the_residual_stages():
     assert cifar(images).shape == (2, 10)
 
 
-def test_missing_vision_data_is_an_error_before_launch(run_ddpx, tmp_path):
-    result = run_ddpx("recipe", "mnist_convnet", f"dataset.root={tmp_path}")
+def test_missing_vision_data_is_an_error_before_launch(ddpx_here, tmp_path):
+    result = ddpx_here("recipe", "mnist_convnet", f"dataset.root={tmp_path}")
     assert result.returncode == 2
     assert "`ddpx recipe mnist_convnet dataset.download=true`" in result.stderr and "Traceback" not in result.stderr

@@ -1,9 +1,10 @@
-"""The model wrappers (``train.wrapper``) and ``train.check_sync`` on real gloo process groups."""
+"""The model wrappers (``train.wrapper``) and ``train.check_sync`` on real gloo process groups; the
+``ddp`` run in a real terminal, as a user sees it (the live progress bar prints no warning)."""
 
 import pytest
 import torch
 
-from conftest import TEST_RECIPES, orphans
+from conftest import TEST_RECIPES, CliResult, orphans, run_in_terminal
 
 pytestmark = pytest.mark.slow  # every test here starts ranks
 
@@ -18,10 +19,13 @@ def last_weights(result):
 
 def test_allreduce_and_ddp_reach_the_same_weights(run_ddpx, tmp_path):
     (tmp_path / "ddp").mkdir(), (tmp_path / "allreduce").mkdir()
-    ddp = run_ddpx("recipe", TINY, *SHORT, "train.wrapper=ddp", cwd=tmp_path / "ddp")
+    # the ddp run in a real terminal (a pseudo-terminal, so rich draws its live progress bar)
+    shown = run_in_terminal(["recipe", TINY, *SHORT, "train.wrapper=ddp"], tmp_path / "ddp")
+    assert "epoch 2/2" in shown and "done" in shown, shown
+    assert "requires_grad" not in shown and "Warning" not in shown and "warn" not in shown.lower(), shown
+    ddp = CliResult(0, shown, "", "", tmp_path / "ddp")
     hand_made = run_ddpx("recipe", TINY, *SHORT, "train.wrapper=allreduce", "train.check_sync=true",
                          cwd=tmp_path / "allreduce")
-    assert ddp.returncode == 0, ddp.output
     assert hand_made.returncode == 0, hand_made.output
     a, b = last_weights(ddp), last_weights(hand_made)
     assert a.keys() == b.keys() and not any(k.startswith("module.") for k in b)
@@ -39,8 +43,8 @@ def test_check_sync_names_the_first_parameter_that_differs(run_ddpx):
     assert orphans(result.marker) == []
 
 
-def test_dp_is_one_process_and_says_so(run_ddpx):
-    refused = run_ddpx("recipe", TINY, *SHORT, "train.wrapper=dp", "--nproc", "2")
+def test_dp_is_one_process_and_says_so(run_ddpx, ddpx_here):
+    refused = ddpx_here("recipe", TINY, *SHORT, "train.wrapper=dp", "--nproc", "2")
     assert refused.returncode == 2 and "--nproc 1" in refused.stderr and "Traceback" not in refused.output
     assert refused.run_dirs() == []
     single = run_ddpx("recipe", TINY, *SHORT, "train.wrapper=dp", "--nproc", "1")

@@ -186,6 +186,26 @@ def ddpx_here(tmp_path, monkeypatch):
 
     return run
 
+@pytest.fixture
+def job_here(tmp_path, monkeypatch):
+    """Run a recipe through the public ``ddpx.testing.run_recipe`` from this process, in ``cwd``:
+    its ranks are real spawn-launcher ranks, forked from this worker's fork server, which imported
+    torch once for every such job of the worker (a job started by a new ``ddpx`` process pays its
+    own, 5-8 CPU-seconds). For tests of what a run leaves (its folder, its MLflow run, its
+    numbers), not of what the CLI prints; ``env`` is the ranks' environment too."""
+    from ddpx.testing import run_recipe
+
+    def run(recipe: str, *overrides: str, nproc: int = 2, plugins: tuple[str, ...] = (), tracking_uri: str | None = None,
+            env: dict | None = None, cwd: Path | None = None) -> CliResult:
+        workdir = cwd or tmp_path
+        for key, value in {"DDPX_LOG_MODEL": "false", "DDPX_SYSTEM_METRICS": "false", **(env or {})}.items():
+            monkeypatch.setenv(key, value)
+        run_recipe(recipe, overrides, plugins=plugins, nproc=nproc, tracking="mlflow" if tracking_uri else "none",
+                   tracking_uri=tracking_uri, workdir=workdir)
+        return CliResult(0, "", "", uuid.uuid4().hex, workdir)
+
+    return run
+
 @pytest.fixture(scope="session")
 def tracking_uri(tmp_path_factory) -> str:
     """One sqlite MLflow store for the session (its schema is created once)."""

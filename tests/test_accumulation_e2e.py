@@ -11,7 +11,7 @@ from conftest import TEST_RECIPES
 pytestmark = pytest.mark.slow  # starts ranks
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
-COMMON = ("--nproc", "2", "dataset.train_size=320", "train.max_epochs=2", "train.clip_grad_norm=0.3",
+COMMON = ("dataset.train_size=320", "train.max_epochs=2", "train.clip_grad_norm=0.3",
           "train.lr_schedule=cosine", "train.warmup_fraction=0.1", "train.log_every_n_steps=1")
 
 
@@ -20,13 +20,11 @@ def last_weights(result):
     return torch.load(run_dir / "checkpoints" / "last.pt", weights_only=True)["model"]
 
 
-def test_two_micro_batches_of_b_train_the_weights_of_one_batch_of_2b(run_ddpx, tmp_path, tracking_uri, experiment):
+def test_two_micro_batches_of_b_train_the_weights_of_one_batch_of_2b(job_here, tmp_path, new_store):
     (tmp_path / "k2").mkdir(), (tmp_path / "k1").mkdir()
-    accumulated = run_ddpx("recipe", TINY, *COMMON, "train.batch_size=8", "train.accumulate=2",
-                           "--tracking-uri", tracking_uri, "--experiment", experiment, cwd=tmp_path / "k2")
-    assert accumulated.returncode == 0, accumulated.output
-    whole = run_ddpx("recipe", TINY, *COMMON, "train.batch_size=16", "--tracking", "none", cwd=tmp_path / "k1")
-    assert whole.returncode == 0, whole.output
+    accumulated = job_here(TINY, *COMMON, "train.batch_size=8", "train.accumulate=2", tracking_uri=new_store,
+                           cwd=tmp_path / "k2")
+    whole = job_here(TINY, *COMMON, "train.batch_size=16", cwd=tmp_path / "k1")
 
     a, b = last_weights(accumulated), last_weights(whole)
     assert a.keys() == b.keys()
@@ -34,8 +32,8 @@ def test_two_micro_batches_of_b_train_the_weights_of_one_batch_of_2b(run_ddpx, t
         assert torch.allclose(a[key], b[key], atol=1e-5), key
     assert accumulated.summary()["heldout"] == pytest.approx(whole.summary()["heldout"], rel=1e-5)
 
-    client = MlflowClient(tracking_uri)
-    (run,) = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    client = MlflowClient(new_store)
+    (run,) = client.search_runs([client.get_experiment_by_name("tiny_mlp").experiment_id])
     assert run.data.params["global_batch_size"] == "32" and run.data.params["train.accumulate"] == "2"
     norms = client.get_metric_history(run.info.run_id, "step/grad_norm")
     assert [m.step for m in norms] == list(range(1, 21)), "one norm per optimizer step: 2 epochs of 160/16"

@@ -247,7 +247,7 @@ def test_real_bbbp_dmpnn_on_2_ranks_reaches_a_roc_auc_a_broken_featurizer_cannot
 
 
 @pytest.mark.slow
-def test_the_heldout_value_is_the_same_on_1_2_and_3_ranks(run_ddpx, tmp_path):
+def test_the_heldout_value_is_the_same_on_1_2_and_3_ranks(run_ddpx, job_here, tmp_path):
     path = write_graph_csv(tmp_path / "mols.csv", n=150, unparsable=2)
     env = {"DDPX_DATA_DIR": str(tmp_path / "data")}
     common = ["--tracking", "none", f"dataset.path={path}", "model.hidden_size=24", "model.ffn_hidden_size=16",
@@ -262,9 +262,8 @@ def test_the_heldout_value_is_the_same_on_1_2_and_3_ranks(run_ddpx, tmp_path):
     for nproc in (2, 3):
         workdir = tmp_path / f"w{nproc}"
         workdir.mkdir()
-        result = run_ddpx("recipe", "bbbp_dmpnn", "--nproc", str(nproc), *common, "train.max_epochs=0",
-                          f"train.init_from={best}", env=env, cwd=workdir)
-        assert result.returncode == 0, result.output
+        result = job_here("bbbp_dmpnn", *common[2:], "train.max_epochs=0", f"train.init_from={best}", nproc=nproc,
+                          env=env, cwd=workdir)
         heldouts[nproc] = result.summary()
     values = {n: s["heldout"]["heldout_roc_auc"] for n, s in heldouts.items()}
     assert values[1] == values[2] == values[3] and values[1] > 0.6, values  # the same, and learned (0.84)
@@ -274,14 +273,12 @@ def test_the_heldout_value_is_the_same_on_1_2_and_3_ranks(run_ddpx, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_third_party_model_asks_for_graphs_through_the_api(run_ddpx, tmp_path):
+def test_a_third_party_model_asks_for_graphs_through_the_api(job_here, tmp_path):
     path = write_graph_csv(tmp_path / "mols.csv", n=90)
     recipe = tmp_path / "graphs.toml"
     recipe.write_text('# a third-party graph model on BBBP\nname = "graphs"\ndescription = "a test"\ntask = "bbbp"\n\n'
                       '[model]\nname = "tiny_graph_model"\nhidden = 8\n\n[train]\noptimizer = "adam"\nlr = 0.01\n')
-    result = run_ddpx("recipe", str(recipe), "--nproc", "1", "--tracking", "none", f"dataset.path={path}",
-                      "train.max_epochs=1", plugins=("ddpx_testplug_graph_model",),
-                      env={"DDPX_DATA_DIR": str(tmp_path / "data")})
-    assert result.returncode == 0, result.output
+    result = job_here(str(recipe), f"dataset.path={path}", "train.max_epochs=1", nproc=1,
+                      plugins=("ddpx_testplug_graph_model",), env={"DDPX_DATA_DIR": str(tmp_path / "data")})
     info = json.loads((result.run_dirs()[0] / "model" / "model.json").read_text())["task_info"]
     assert info["inputs"] == "molecule_graph" and info["atom_features"] == 72

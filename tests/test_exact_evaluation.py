@@ -34,7 +34,7 @@ def trained_weights(data, path):
     return path
 
 
-def test_heldout_metric_on_3_ranks_equals_the_single_process_value(run_ddpx, tmp_path):
+def test_heldout_metric_on_3_ranks_equals_the_single_process_value(job_here, tmp_path):
     data = make_splits(DATASET, seed=0)
     weights = trained_weights(data, tmp_path / "weights.pt")
 
@@ -42,9 +42,8 @@ def test_heldout_metric_on_3_ranks_equals_the_single_process_value(run_ddpx, tmp
     for nproc in (3,):
         workdir = tmp_path / f"eval{nproc}"
         workdir.mkdir()
-        result = run_ddpx("recipe", TINY, "--nproc", str(nproc), "--tracking", "none", f"dataset.heldout_size={HELDOUT}",
-                          "train.max_epochs=0", f"train.init_from={weights}", "train.eval_batch_size=64", cwd=workdir)
-        assert result.returncode == 0, result.output
+        result = job_here(TINY, f"dataset.heldout_size={HELDOUT}", "train.max_epochs=0", f"train.init_from={weights}",
+                          "train.eval_batch_size=64", nproc=nproc, cwd=workdir)
         summary = result.summary()
         assert summary["heldout_samples"] == HELDOUT
         scores[nproc] = summary["heldout"]

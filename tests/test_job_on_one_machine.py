@@ -14,9 +14,8 @@ pytestmark = pytest.mark.slow  # every test here starts ranks
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 
 
-def test_compiled_model_trains_and_saves_plain_weights(run_ddpx):
-    result = run_ddpx("recipe", TINY, "--nproc", "1", "--tracking", "none", "train.compile=true", "train.max_epochs=1")
-    assert result.returncode == 0, result.output
+def test_compiled_model_trains_and_saves_plain_weights(job_here):
+    result = job_here(TINY, "train.compile=true", "train.max_epochs=1", nproc=1)
     state = torch.load(result.run_dirs()[0] / "checkpoints" / "best.pt", weights_only=True)
     assert not any(k.startswith(("_orig_mod.", "module.")) for k in state["model"])
     assert state["recipe"]["train"]["compile"] is True

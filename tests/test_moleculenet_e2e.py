@@ -38,7 +38,7 @@ def single_process_mean_roc_auc(path, checkpoint, seed=0):
     return float(np.mean(scores)), len(heldout)
 
 
-def test_tox21_downloads_trains_on_3_ranks_logs_each_label_and_scores_exactly_on_2(run_ddpx, tmp_path, tracking_uri,
+def test_tox21_downloads_trains_on_3_ranks_logs_each_label_and_scores_exactly_on_2(run_ddpx, job_here, tmp_path, tracking_uri,
                                                                                    experiment):
     served, data_dir = tmp_path / "served", tmp_path / "data"
     served.mkdir()
@@ -76,10 +76,8 @@ def test_tox21_downloads_trains_on_3_ranks_logs_each_label_and_scores_exactly_on
     # the same weights, held out on 2 ranks
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    again = run_ddpx("recipe", "tox21_rnn", "--nproc", "2", "--tracking", "none", f"dataset.path={path}",
-                     "train.max_epochs=0", f"train.init_from={run_dir / 'checkpoints' / 'best.pt'}", *SMALL,
-                     cwd=elsewhere)
-    assert again.returncode == 0, again.output
+    again = job_here("tox21_rnn", f"dataset.path={path}", "train.max_epochs=0",
+                     f"train.init_from={run_dir / 'checkpoints' / 'best.pt'}", *SMALL, cwd=elsewhere)
     assert again.summary()["heldout"]["heldout_roc_auc"] == pytest.approx(expected, abs=1e-6)
 
     answers = predict_table(load_model(run_dir / "model"),

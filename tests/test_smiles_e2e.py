@@ -56,7 +56,7 @@ def test_missing_file_and_missing_rdkit_are_errors_before_launch(run_ddpx, ddpx_
 
 
 @pytest.mark.slow
-def test_scaffold_split_canonical_and_enumerated_smiles_in_length_buckets_score_exactly(run_ddpx, molecules):
+def test_scaffold_split_canonical_and_enumerated_smiles_in_length_buckets_score_exactly(job_here, molecules):
     """Two ranks train on randomised SMILES in length-bucketed batches; the held-out ROC-AUC of the
     averaged predictions (written SMILES and two randomised ones) is the one computed here."""
     pytest.importorskip("rdkit")
@@ -68,10 +68,8 @@ def test_scaffold_split_canonical_and_enumerated_smiles_in_length_buckets_score_
     from ddpx.plugins.smiles.splits import scaffold_split
 
     # bbbp_rnn_enum: scaffold split, enumerated SMILES, length buckets; fewer forms and epochs here
-    result = run_ddpx("recipe", "bbbp_rnn_enum", "--nproc", "2", "--tracking", "none", f"dataset.path={molecules}",
-                      "dataset.canonicalize=true", "dataset.enumerate=3", "dataset.eval_enumerate=2",
-                      "train.max_epochs=2", *SMALL)
-    assert result.returncode == 0, result.output
+    result = job_here("bbbp_rnn_enum", f"dataset.path={molecules}", "dataset.canonicalize=true", "dataset.enumerate=3",
+                      "dataset.eval_enumerate=2", "train.max_epochs=2", *SMALL)
     predictor = SmilesPredictor.from_checkpoint(result.run_dirs()[0] / "checkpoints" / "best.pt")
     table = read_smiles_csv(molecules, "smiles", "p_np", strict=False, canonical=canonicalizer())  # as the run read it
     _, _, heldout = scaffold_split(table.smiles, 0.1, 1 / 9)

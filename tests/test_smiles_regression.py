@@ -87,11 +87,10 @@ def heldout_rmse_here(path, model_folder) -> tuple[float, np.ndarray, list[str]]
 
 
 @pytest.mark.slow
-def test_own_csv_regression_on_2_ranks_is_exact_and_answers_in_file_units(run_ddpx, ddpx_here, tmp_path):
+def test_own_csv_regression_on_2_ranks_is_exact_and_answers_in_file_units(job_here, ddpx_here, tmp_path):
     path = write_regression_csv(tmp_path / "mols.csv", n=120)
-    trained = run_ddpx("recipe", "smiles_csv_rnn", "--nproc", "2", "--tracking", "none", f"dataset.path={path}",
-                       TWO_TARGETS, "dataset.task_type=regression", "train.max_epochs=3", *SMALL)
-    assert trained.returncode == 0, trained.output
+    trained = job_here("smiles_csv_rnn", f"dataset.path={path}", TWO_TARGETS, "dataset.task_type=regression",
+                       "train.max_epochs=3", *SMALL)
     summary, run_dir = trained.summary(), trained.run_dirs()[0]
     assert summary["metric"] == "rmse" and summary["greater_is_better"] is False
     expected, predicted, smiles = heldout_rmse_here(path, run_dir / "model")

@@ -30,11 +30,13 @@ def trial_runs(tracking_uri, experiment):
 def test_a_search_runs_two_trials_at_once_each_on_its_own_cores(run_ddpx, tmp_path, tracking_uri, experiment):
     import optuna
 
-    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    storage, meeting = f"sqlite:///{tmp_path / 'study.db'}", tmp_path / "meeting"
+    meeting.mkdir()
     result = run_ddpx("sweep", TINY, "train.lr=loguniform(0.01,0.3)", "train.max_epochs=2", "--search", "optuna",
                       "--trials", "3", "--sampler", "random", "--search-seed", "3", "--pruner", "none", "--parallel",
                       "2", "--nproc", "1", "--study-storage", storage, "--tracking-uri", tracking_uri,
-                      "--experiment", experiment, timeout=300)
+                      "--experiment", experiment, timeout=300, plugins=("ddpx_testplug_meet",),
+                      env={"DDPX_TEST_MEET": str(meeting)})
     assert result.returncode == 0, result.output
     assert "3 trial(s) on 1 rank(s) each, 2 at once" in result.stdout
     (summary,) = optuna.get_all_study_summaries(storage)
@@ -44,8 +46,8 @@ def test_a_search_runs_two_trials_at_once_each_on_its_own_cores(run_ddpx, tmp_pa
     parent, runs = trial_runs(tracking_uri, experiment)
     assert parent.info.status == "FINISHED" and parent.data.params["sweep.parallel"] == "2"
     assert sorted(runs) == [1, 2, 3] and all(r.info.status == "FINISHED" for r in runs.values())
-    first, second = runs[1].info, runs[2].info
-    assert first.start_time < second.end_time and second.start_time < first.end_time, "trials 1 and 2 overlapped"
+    # each trial's training waited for another's to start (ddpx_testplug_meet): none trained alone
+    assert sorted(f.read_text() for f in meeting.glob("*.job")) == ["met"] * 3, "trials 1 and 2 ran at once"
 
     cores = {}
     for number, run in runs.items():

@@ -77,10 +77,12 @@ def test_ranks_take_their_place_from_slurm_variables():
 
 @pytest.mark.slow
 @needs_cluster
-def test_a_parallel_sweep_submits_its_trials_as_slurm_jobs_at_once(run_ddpx, tracking_uri, experiment):
+def test_a_parallel_sweep_submits_its_trials_as_slurm_jobs_at_once(run_ddpx, tracking_uri, experiment, tmp_path):
+    meeting = tmp_path / "meeting"
+    meeting.mkdir()
     result = run_ddpx("sweep", TINY, "train.lr=0.05,0.1", "train.max_epochs=1", "--parallel", "2",
                       "--launcher", "slurm", "--nproc", "1", "--wait", "--tracking-uri", tracking_uri,
-                      "--experiment", experiment)
+                      "--experiment", experiment, plugins=("ddpx_testplug_meet",), env={"DDPX_TEST_MEET": str(meeting)})
     assert result.returncode == 0, result.output
     assert "2 trial(s) on 1 rank(s) each, 2 at once, launcher slurm" in result.stdout
     assert result.stdout.count("placed by the scheduler") == 2
@@ -89,8 +91,8 @@ def test_a_parallel_sweep_submits_its_trials_as_slurm_jobs_at_once(run_ddpx, tra
     trials = sorted((r for r in runs if "ddpx.sweep.trial" in r.data.tags), key=lambda r: r.data.tags["ddpx.sweep.trial"])
     assert [r.info.status for r in trials] == ["FINISHED", "FINISHED"]
     assert all(r.data.params["launcher"] == "slurm" for r in trials)
-    first, second = trials[0].info, trials[1].info
-    assert first.start_time < second.end_time and second.start_time < first.end_time, "both jobs ran at once"
+    # each job's training waited for the other's to start (ddpx_testplug_meet)
+    assert sorted(f.read_text() for f in meeting.glob("*.job")) == ["met", "met"], "both jobs ran at once"
 
 
 @pytest.mark.slow

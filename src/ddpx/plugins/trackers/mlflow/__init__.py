@@ -6,7 +6,8 @@ The store is ``--tracking-uri``, else ``MLFLOW_TRACKING_URI``, else MLflow's own
 Besides params, metrics and artifacts, the run gets the dataset as an MLflow input (name,
 source, digest, and the split sizes as its profile) and, unless ``--no-system-metrics``, MLflow's
 own system metrics (CPU, memory, disk, network, and GPU where present) sampled on rank 0.
-``MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL`` sets their period in seconds (default 10).
+``MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL`` sets their period in seconds (default 10); the run's
+last reading is logged when it ends, so a run shorter than one period has one too.
 """
 
 from __future__ import annotations
@@ -111,7 +112,16 @@ class MlflowTracker:
     def _stop_system_metrics(self) -> None:
         if self._monitor is not None:
             self._monitor.finish()
+            self._log_last_reading(self._monitor)
             self._monitor = None
+
+    @staticmethod
+    def _log_last_reading(monitor: Any) -> None:
+        """MLflow's monitor drops the readings of the period a run ends in; take one more and log
+        them, so every run has system metrics, however short."""
+        monitor.collect_metrics()
+        monitor.publish_metrics(monitor.aggregate_metrics())
+        monitor.mlflow_logger.flush()
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         from mlflow.entities import Metric

@@ -158,6 +158,7 @@ def run_ddpx(tmp_path, tmp_path_factory):
 
     return run
 
+
 @pytest.fixture
 def ddpx_here(tmp_path, monkeypatch):
     """Run ``ddpx ARGS`` in this process (click's test runner, the same ``cli`` the ``ddpx`` script
@@ -186,6 +187,7 @@ def ddpx_here(tmp_path, monkeypatch):
 
     return run
 
+
 @pytest.fixture
 def job_here(tmp_path, monkeypatch):
     """Run a recipe through the public ``ddpx.testing.run_recipe`` from this process, in ``cwd``:
@@ -206,10 +208,12 @@ def job_here(tmp_path, monkeypatch):
 
     return run
 
+
 @pytest.fixture(scope="session")
 def tracking_uri(tmp_path_factory) -> str:
     """One sqlite MLflow store for the session (its schema is created once)."""
     return copy_of_new_store(store_template(tmp_path_factory), tmp_path_factory.mktemp("mlflow"))
+
 
 @pytest.fixture
 def experiment() -> str:

@@ -11,6 +11,7 @@ the published rows that ``../shared/data/README.md`` quotes for that split):
 
     python benchmarks/moleculenet_quality.py --table --data-dir ../shared/data --families rnn dmpnn
     python benchmarks/moleculenet_quality.py --table --data-dir ../shared/data --sets esol lipophilicity --seeds 0
+    python benchmarks/moleculenet_quality.py --table dataset.canonicalize=true --data-dir ../shared/data --sets clintox --families rnn
 
 Runs each recipe once per seed through the real CLI (exactly what a user runs: ``ddpx recipe
 RECIPE dataset.path=... train.seed=S``, 2 ranks through torchrun by default) and prints Markdown:
@@ -113,8 +114,9 @@ def table(args: argparse.Namespace) -> None:
     sha = commit()
     print(f"{date.today()}: {platform.machine()}, python {platform.python_version()}, commit {sha}, {threads_text()}; "
           "scaffold split "
-          f"80/10/10, {args.nproc} ranks through {args.launcher}, seeds {' '.join(map(str, args.seeds))}\n")
-    print("| set | metric | model | held-out (mean ± sd) | per seed | wall (s) | D-MPNN [GEM] | Uni-Mol | commit |")
+          f"80/10/10, {args.nproc} ranks through {args.launcher}, seeds {' '.join(map(str, args.seeds))}"
+          f"{'; ' + ' '.join(args.overrides) if args.overrides else ''}\n")
+    print("| set | metric | model | held-out (mean ± sd) | per seed | wall, all seeds (s) | D-MPNN [GEM] | Uni-Mol | commit |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in args.sets:
         names, extra = SETS[name]
@@ -147,6 +149,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("overrides", nargs="*", help="extra KEY=VALUE recipe overrides")
     args = parser.parse_intermixed_args()
+    if args.recipe and "=" in args.recipe:  # with --table the first KEY=VALUE lands here: it is an override
+        args.overrides.insert(0, args.recipe)
+        args.recipe = None
     if args.table:
         if args.data_dir is None:
             parser.error("--table needs --data-dir")

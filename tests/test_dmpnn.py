@@ -250,10 +250,10 @@ def test_real_bbbp_dmpnn_on_2_ranks_reaches_a_roc_auc_a_broken_featurizer_cannot
 def test_the_heldout_value_is_the_same_on_1_2_and_3_ranks(run_ddpx, job_here, tmp_path):
     path = write_graph_csv(tmp_path / "mols.csv", n=150, unparsable=2)
     env = {"DDPX_DATA_DIR": str(tmp_path / "data")}
-    common = ["--tracking", "none", f"dataset.path={path}", "model.hidden_size=24", "model.ffn_hidden_size=16",
+    common = [f"dataset.path={path}", "model.hidden_size=24", "model.ffn_hidden_size=16",
               "model.depth=2", "model.aggregation=mean", "train.eval_batch_size=4"]  # uneven shards, filler calls
     (tmp_path / "w1").mkdir()
-    trained = run_ddpx("recipe", "bbbp_dmpnn", "--nproc", "1", *common, "train.max_epochs=3", "train.batch_size=16",
+    trained = run_ddpx("recipe", "bbbp_dmpnn", "--nproc", "1", "--tracking", "none", *common, "train.max_epochs=3", "train.batch_size=16",
                        "train.lr_schedule=constant", "train.lr=0.005", env=env, cwd=tmp_path / "w1")
     assert trained.returncode == 0, trained.output
     assert "skipped 2 molecule(s) RDKit cannot parse" in trained.stdout
@@ -262,7 +262,7 @@ def test_the_heldout_value_is_the_same_on_1_2_and_3_ranks(run_ddpx, job_here, tm
     for nproc in (2, 3):
         workdir = tmp_path / f"w{nproc}"
         workdir.mkdir()
-        result = job_here("bbbp_dmpnn", *common[2:], "train.max_epochs=0", f"train.init_from={best}", nproc=nproc,
+        result = job_here("bbbp_dmpnn", *common, "train.max_epochs=0", f"train.init_from={best}", nproc=nproc,
                           env=env, cwd=workdir)
         heldouts[nproc] = result.summary()
     values = {n: s["heldout"]["heldout_roc_auc"] for n, s in heldouts.items()}

@@ -253,8 +253,8 @@ def test_the_heldout_value_is_the_same_on_1_2_and_3_ranks(run_ddpx, job_here, tm
     common = [f"dataset.path={path}", "model.hidden_size=24", "model.ffn_hidden_size=16",
               "model.depth=2", "model.aggregation=mean", "train.eval_batch_size=4"]  # uneven shards, filler calls
     (tmp_path / "w1").mkdir()
-    trained = run_ddpx("recipe", "bbbp_dmpnn", "--nproc", "1", "--tracking", "none", *common, "train.max_epochs=3", "train.batch_size=16",
-                       "train.lr_schedule=constant", "train.lr=0.005", env=env, cwd=tmp_path / "w1")
+    trained = run_ddpx("recipe", "bbbp_dmpnn", "--nproc", "1", "--tracking", "none", *common, "train.max_epochs=3",
+                       "train.batch_size=16", "train.lr_schedule=constant", "train.lr=0.005", env=env, cwd=tmp_path / "w1")
     assert trained.returncode == 0, trained.output
     assert "skipped 2 molecule(s) RDKit cannot parse" in trained.stdout
     best = trained.run_dirs()[0] / "checkpoints" / "best.pt"

@@ -83,13 +83,23 @@ def run_seed(recipe: str, data: Path, seed: int, overrides: list[str], args: arg
     (run_dir,) = set((workdir / "ddpx-runs").glob("*")) - before
     summary = json.loads((run_dir / "summary.json").read_text())
     metric = summary["metric"]
-    return {"seed": seed, "metric": metric, "value": summary["heldout"][f"heldout_{metric}"],
+    return {"recipe": recipe, "seed": seed, "metric": metric, "greater_is_better": summary["greater_is_better"],
+            "value": summary["heldout"][f"heldout_{metric}"], "dev": summary["best_dev"],
             "best_epoch": summary["best_epoch"], "epochs": summary["epochs_run"], "samples": summary["heldout_samples"],
             "wall_s": wall}
 
 
-def mean_text(rows: list[dict]) -> str:
-    values = [r["value"] for r in rows]
+def record(rows: list[dict], path: Path | None, **fields) -> None:
+    """Append one JSON line per seed to ``path`` (``--record``), for ``--best-of``."""
+    if path is None:
+        return
+    with path.open("a", encoding="utf-8") as out:
+        for r in rows:
+            out.write(json.dumps({**fields, **r}) + "\n")
+
+
+def mean_text(rows: list[dict], key: str = "value") -> str:
+    values = [r[key] for r in rows]
     spread = f" ± {statistics.stdev(values):.4f}" if len(values) > 1 else ""
     return f"{statistics.mean(values):.4f}{spread}"
 
@@ -118,23 +128,57 @@ def table(args: argparse.Namespace) -> None:
           "scaffold split "
           f"80/10/10, {args.nproc} ranks through {args.launcher}, seeds {' '.join(map(str, args.seeds))}"
           f"{'; ' + ' '.join(args.overrides) if args.overrides else ''}\n")
-    print("| set | metric | model | held-out (mean ± sd) | per seed | wall, all seeds (s) | D-MPNN [GEM] | Uni-Mol | commit |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| set | metric | model | held-out (mean ± sd) | per seed | dev (mean ± sd) | wall, all seeds (s) | D-MPNN [GEM] "
+          "| Uni-Mol | commit |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in args.sets:
         names, extra = SETS[name]
         data = find_file(args.data_dir, names)
         for family in args.families:
             recipe = f"{name}_{family}"
             if data is None:
-                print(f"| {name} | | {family} | not run: no {' or '.join(names)} under {args.data_dir} | | | | | {sha} |")
+                print(f"| {name} | | {family} | not run: no {' or '.join(names)} under {args.data_dir} | | | | | | {sha} |")
                 continue
             with tempfile.TemporaryDirectory() as tmp:
                 rows = [run_seed(recipe, data, s, [*SCAFFOLD, *extra, *args.overrides], args, Path(tmp))
                         for s in args.seeds]
-            dmpnn, unimol = (f"{v:.3f}" if v is not None else "—" for v in PUBLISHED[name])
+            record(rows, args.record, set=name, family=family, overrides=args.overrides, commit=sha, date=str(date.today()))
+            dmpnn, unimol = published_text(name)
             per_seed = ", ".join(f"{r['value']:.4f}" for r in rows)
-            print(f"| {name} | {rows[0]['metric']} | {recipe} | {mean_text(rows)} | {per_seed} | "
+            print(f"| {name} | {rows[0]['metric']} | {recipe} | {mean_text(rows)} | {per_seed} | {mean_text(rows, 'dev')} | "
                   f"{sum(r['wall_s'] for r in rows):.0f} | {dmpnn} | {unimol} | {sha} |", flush=True)
+
+
+def published_text(name: str) -> tuple[str, str]:
+    dmpnn, unimol = (f"{v:.3f}" if v is not None else "—" for v in PUBLISHED[name])
+    return dmpnn, unimol
+
+
+def best_of(path: Path) -> None:
+    """Per set, the model (recipe and overrides) with the better mean *dev* metric over its
+    seeds, and its held-out value: the choice a user can make without looking at the held-out
+    split. Beside it, every candidate's held-out mean, and the published rows."""
+    groups: dict[str, dict[str, list[dict]]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            r = json.loads(line)
+            model = " ".join([r["recipe"], *r.get("overrides", [])])
+            groups.setdefault(r["set"], {}).setdefault(model, []).append(r)
+    print(f"from {path}: per set, the model with the better mean dev metric (chosen without the held-out split)\n")
+    print("| set | metric | chosen by dev | held-out (mean ± sd) | seeds | candidates: held-out mean (dev mean) | "
+          "D-MPNN [GEM] | Uni-Mol | at or past D-MPNN |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, models in groups.items():
+        sign = 1 if next(iter(models.values()))[0]["greater_is_better"] else -1
+        chosen = max(models, key=lambda m: sign * statistics.mean(r["dev"] for r in models[m]))
+        rows = models[chosen]
+        held = statistics.mean(r["value"] for r in rows)
+        others = "; ".join(f"{m}: {statistics.mean(r['value'] for r in rs):.4f} ({statistics.mean(r['dev'] for r in rs):.4f})"
+                           for m, rs in models.items())
+        dmpnn, unimol = published_text(name)
+        reached = "yes" if sign * (held - PUBLISHED[name][0]) >= 0 else "no"
+        print(f"| {name} | {rows[0]['metric']} | {chosen} | {mean_text(rows)} | {' '.join(str(r['seed']) for r in rows)} | "
+              f"{others} | {dmpnn} | {unimol} | {reached} |")
 
 
 def main() -> None:
@@ -149,12 +193,17 @@ def main() -> None:
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("--launcher", default="torchrun")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--record", type=Path, help="with --table: append each seed's result to this JSON-lines file")
+    parser.add_argument("--best-of", type=Path, metavar="RECORD",
+                        help="print, per set, the better model by dev metric from a --record file, and stop")
     parser.add_argument("overrides", nargs="*", help="extra KEY=VALUE recipe overrides")
     args = parser.parse_intermixed_args()
     if args.recipe and "=" in args.recipe:  # with --table the first KEY=VALUE lands here: it is an override
         args.overrides.insert(0, args.recipe)
         args.recipe = None
-    if args.table:
+    if args.best_of:
+        best_of(args.best_of)
+    elif args.table:
         if args.data_dir is None:
             parser.error("--table needs --data-dir")
         table(args)

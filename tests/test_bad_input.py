@@ -216,6 +216,11 @@ CASES = {
     "csv without the label column": Case([*BBBP, "dataset.path=m.csv", "dataset.label_column=bbb"],
                                          "has no column 'bbb'", files=_smiles("m.csv", n=40)),
     "csv with one class only": Case([*BBBP, "dataset.path=one_class.csv"], "has only label 1", files=_one_class),
+    # molecule features go beside a graph: a token model cannot take them; a featurizer Chemprop has not
+    "molecule features for a token model": Case([*BBBP, "dataset.molecule_features=rdkit_2d"],
+                                                "this recipe's model reads smiles_tokens, not graphs. Use a graph model"),
+    "unknown molecule featurizer": Case(["recipe", "bbbp_dmpnn", "dataset.molecule_features=rdkit_3d"],
+                                        "'dataset.molecule_features' must be one of"),
     # data in the right format but the wrong range or size: seen before launch, not in a training step
     "image label out of range": Case(["recipe", "mnist_convnet", "dataset.root=images"],
                                      "holds label(s) 12, outside the task's 10 classes", files=_mnist_label_12),

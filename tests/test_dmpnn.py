@@ -61,7 +61,7 @@ def data_dir(tmp_path, monkeypatch) -> Path:
     return folder
 
 
-def small_task(n_labels: int = 1, *, regression: bool = False, log=print):
+def small_task(n_labels: int = 1, *, regression: bool = False, log=print, molecule_features: str = "none"):
     rng = random.Random(1)
     smiles = [valid_molecule(rng, i % 2 == 0) for i in range(40)] + UNPARSABLE
     if n_labels == 1:
@@ -73,7 +73,8 @@ def small_task(n_labels: int = 1, *, regression: bool = False, log=print):
             "task_type": "regression" if regression else "classification"}
     if regression:
         info["target_scaler"] = {"mean": [3.0] * n_labels, "std": [2.0] * n_labels}
-    data = graph_task_data(smiles, splits, {k: [labels[i] for i in v] for k, v in splits.items()}, info, "mols.csv", log)
+    data = graph_task_data(smiles, splits, {k: [labels[i] for i in v] for k, v in splits.items()}, info, "mols.csv", log,
+                           molecule_features)
     return smiles, splits, data
 
 
@@ -164,6 +165,37 @@ def test_graph_outputs_answer_a_list_of_smiles_and_name_one_rdkit_cannot_parse(d
         assert torch.allclose(outputs, model(collate_graphs([data.train[i] for i in range(5)])[0]), atol=1e-6)
     with pytest.raises(UserError, match=r"RDKit cannot parse the SMILES 'C1CC'"):
         graph_outputs(model, ["CCO", "C1CC"])
+
+
+def test_molecule_features_join_the_molecule_vector_as_in_chemprops_mpnn(data_dir):
+    said = []
+    smiles, splits, data = small_task(2, log=said.append, molecule_features="rdkit_2d")
+    (graph, features), label = data.train[3]
+    theirs = chemprop.featurizers.MoleculeFeaturizerRegistry["rdkit_2d"]()(chemprop.utils.make_mol(smiles[splits["train"][3]]))
+    assert features.dtype == torch.float32 and torch.allclose(features, torch.tensor(theirs, dtype=torch.float32))
+    scaler = data.info["molecule_feature_scaler"]
+    assert data.info["molecule_features"] == "rdkit_2d" and len(scaler["mean"]) == len(scaler["std"]) == 217
+    train = numpy.stack([numpy.asarray(data.train[i][0][1], numpy.float64) for i in range(len(data.train))])
+    assert numpy.allclose(scaler["mean"], train.mean(axis=0), atol=1e-4)  # the training split's, in the info saved
+    json.dumps(data.info)
+    torch.manual_seed(0)
+    model = build_dmpnn(DEFAULTS, data.info).eval()
+    assert model.predictor.input_dim == 300 + 217
+    transform = chemprop.nn.transforms.ScaleTransform(scaler["mean"], scaler["std"])
+    mpnn = chemprop.models.MPNN(model.message_passing, model.agg, model.predictor, X_d_transform=transform).eval()
+    (batch, batch_features), _ = collate_graphs([data.heldout[i] for i in range(len(data.heldout))])
+    assert batch_features.shape == (4, 217)
+    with torch.no_grad():  # Chemprop's MPNN with extra descriptors X_d, standardised the same way
+        assert torch.allclose(torch.sigmoid(model((batch, batch_features))), mpnn(batch, X_d=batch_features), atol=1e-6)
+        held = [smiles[row] for row in splits["heldout"]]
+        answered = graph_outputs(model, held, molecule_features="rdkit_2d")  # ddpx predict, the logged model
+        assert torch.allclose(answered, model((batch, batch_features)), atol=1e-6)
+    with pytest.raises(ValueError, match="trained with molecule features"):
+        model(batch)
+    graph_cache._MEMORY.clear()
+    small_task(2, log=said.append, molecule_features="rdkit_2d")
+    assert sum("computing rdkit_2d features of 42 molecules" in line for line in said) == 1  # cached on disk
+    assert len(list((data_dir / "cache" / "molecule_features").glob("*.npy"))) == 1
 
 
 def lr_steps(schedule, optimizer, steps: int) -> list[float]:
@@ -282,3 +314,24 @@ def test_a_third_party_model_asks_for_graphs_through_the_api(job_here, tmp_path)
                       plugins=("ddpx_testplug_graph_model",), env={"DDPX_DATA_DIR": str(tmp_path / "data")})
     info = json.loads((result.run_dirs()[0] / "model" / "model.json").read_text())["task_info"]
     assert info["inputs"] == "molecule_graph" and info["atom_features"] == 72
+
+
+@pytest.mark.slow
+def test_molecule_features_train_on_2_ranks_and_predict_computes_them_from_smiles(job_here, ddpx_here, tmp_path):
+    path = write_graph_csv(tmp_path / "mols.csv", n=120)
+    env = {"DDPX_DATA_DIR": str(tmp_path / "data")}
+    result = job_here("bbbp_dmpnn", f"dataset.path={path}", "dataset.molecule_features=morgan_count",
+                      "model.hidden_size=24", "model.ffn_hidden_size=16", "model.depth=2", "train.max_epochs=3",
+                      "train.batch_size=16", "train.lr_schedule=constant", "train.lr=0.005", nproc=2, env=env)
+    summary = result.summary()
+    assert summary["heldout"]["heldout_roc_auc"] > 0.6, summary  # learned the chlorine
+    model = result.run_dirs()[0] / "model"
+    info = json.loads((model / "model.json").read_text())["task_info"]
+    assert info["molecule_features"] == "morgan_count" and len(info["molecule_feature_scaler"]["mean"]) == 2048
+    table = tmp_path / "ask.csv"
+    table.write_text("smiles\nClCCO\nCCO\nc1ccccc1CCl\n")
+    answered = ddpx_here("predict", str(model), str(table), "--output", str(tmp_path / "answers.csv"))
+    assert answered.returncode == 0, answered.output
+    rows = (tmp_path / "answers.csv").read_text().splitlines()
+    assert rows[0] == "smiles,probability" and len(rows) == 4
+    assert all(0 < float(row.rsplit(",", 1)[1]) < 1 for row in rows[1:])

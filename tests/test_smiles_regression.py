@@ -12,7 +12,8 @@ import pytest
 
 from ddpx.api import UserError
 from ddpx.plugins.smiles.csv_table import read_smiles_csv
-from ddpx.plugins.smiles.own_csv import _check
+from ddpx.plugins.smiles.own_csv import _check, own_csv_task
+from ddpx.plugins.smiles.params import smiles_params
 from ddpx.plugins.smiles.scaling import Unscale, fit_scaler, standardised
 from ddpx.plugins.smiles.splits import random_split
 from ddpx.records.model_export import load_model
@@ -23,10 +24,9 @@ TWO_TARGETS = 'dataset.label_columns=["log S", "melting, point"]'
 
 
 def own_params(path, **changes) -> dict:
-    params = {"path": str(path), "smiles_column": "smiles", "label_column": "", "label_columns": [], "strict": False,
-              "download": False, "url": "", "split": "random", "canonicalize": False, "enumerate": 0,
-              "eval_enumerate": 0, "heldout_fraction": 0.1, "dev_fraction": 0.2, "task_type": "classification"}
-    return {**params, **changes}
+    """The smiles_csv task's dataset.* keys at their defaults, the file and ``changes`` set."""
+    defaults = {name: param.default for name, param in own_csv_task(smiles_params, None).params.items()}
+    return {**defaults, "path": str(path), **changes}
 
 
 def test_the_scaler_standardises_present_cells_and_the_model_answers_in_file_units():

@@ -44,7 +44,9 @@ class TaskSpec:
     ``"bce_with_logits"`` (0/1 targets, logits of shape ``(N,)``). ``metric`` names a
     registered metric, used for model selection on the dev split and reported on held-out.
     ``params`` declares the task's ``dataset.*`` keys. ``check(params)`` — or
-    ``check(params, world_size)`` when it needs the number of ranks — runs in the launching
+    ``check(params, world_size)`` when it needs the number of ranks, or
+    ``check(params, world_size, inputs)`` when it needs the model's input form
+    (:attr:`ModelSpec.inputs`, "" when the model names none) — runs in the launching
     process before any rank starts and raises :class:`~ddpx.contract.errors.UserError` for settings
     that cannot work (a missing or unreadable file, a missing optional dependency, fewer
     training samples than ranks). ``train_samples(params)``, when the task can tell before

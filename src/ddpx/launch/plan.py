@@ -47,7 +47,7 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
     if recipe.model.check is not None:
         recipe.model.check({k: v for k, v in recipe.config["model"].items() if k != "name"})
     if recipe.task.check is not None:
-        call_task_check(recipe.task.check, recipe.config["dataset"], job.world_size)
+        call_task_check(recipe.task.check, recipe.config["dataset"], job.world_size, recipe.model.inputs)
     if recipe.task.train_samples is not None:
         check_batch_fits(recipe.task.train_samples(recipe.config["dataset"]), recipe.train["batch_size"], job.world_size)
     if tracker.check is not None:
@@ -155,13 +155,16 @@ def warn_if_oversubscribed(nproc: int) -> None:
               f"turns on the cores and the job runs slower than with --nproc {cores}.", file=sys.stderr)
 
 
-def call_task_check(check: Callable[..., None], params: Mapping[str, Any], world_size: int) -> None:
-    """A task's ``check(params)``, or ``check(params, world_size)`` when it takes the rank count."""
+def call_task_check(check: Callable[..., None], params: Mapping[str, Any], world_size: int, inputs: str = "") -> None:
+    """A task's ``check(params)``, ``check(params, world_size)`` when it takes the rank count, or
+    ``check(params, world_size, inputs)`` when it also takes the model's input form."""
     try:
-        takes_world_size = len(inspect.signature(check).parameters) >= 2
+        arity = len(inspect.signature(check).parameters)
     except (TypeError, ValueError):
-        takes_world_size = False
-    if takes_world_size:
+        arity = 1
+    if arity >= 3:
+        check(params, world_size, inputs)
+    elif arity == 2:
         check(params, world_size)
     else:
         check(params)

@@ -34,7 +34,7 @@ def build_smiles_data(request: DataRequest, default_path: Callable[[], Path | No
     if request.inputs == "molecule_graph":
         from ddpx.plugins.smiles.graphs import graph_task_data
 
-        return graph_task_data(table.smiles, splits, labels, info, source, request.log)
+        return graph_task_data(table.smiles, splits, labels, info, source, request.log, p["molecule_features"])
     return token_task_data(table, splits, labels, info, p, request.seed, source)
 
 

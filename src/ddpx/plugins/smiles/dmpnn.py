@@ -9,7 +9,10 @@ vector per molecule (``norm``: the sum divided by ``model.aggregation_norm``, Ch
 (``(B,)`` for one label, ``(B, L)`` for several). A classifier answers logits (the head's
 ``train_step``: Chemprop applies the sigmoid only when predicting), which ddpx's loss and metrics
 expect; a regression model answers in the targets' units in eval mode
-(:func:`~ddpx.plugins.smiles.scaling.output_step`, applied last).
+(:func:`~ddpx.plugins.smiles.scaling.output_step`, applied last). Trained with
+``dataset.molecule_features``, the model reads ``(graph, features)``: the features, standardised
+with the training split's scaler, join the molecule vector before the head, as in Chemprop's
+``MPNN.fingerprint`` with extra descriptors ``X_d``.
 """
 
 from __future__ import annotations
@@ -20,27 +23,37 @@ import torch
 from torch import nn
 
 from ddpx.plugins.smiles.chemprop_check import import_chemprop
+from ddpx.plugins.smiles.molecule_features import SCALER_KEY, Standardise, feature_width
 from ddpx.plugins.smiles.scaling import output_step
 
 
 class DMPNN(nn.Module):
-    """message passing → aggregation → (batch norm) → feed-forward head → output step."""
+    """message passing → aggregation → (batch norm) → (+ standardised molecule features) →
+    feed-forward head → output step."""
 
     def __init__(self, message_passing: nn.Module, agg: nn.Module, predictor: nn.Module, *, batch_norm: bool = False,
-                 output: nn.Module | None = None):
+                 output: nn.Module | None = None, features_scale: nn.Module | None = None):
         super().__init__()
         self.message_passing = message_passing
         self.agg = agg
         self.bn = nn.BatchNorm1d(message_passing.output_dim) if batch_norm else nn.Identity()
+        self.features_scale = features_scale
         self.predictor = predictor
         self.output = output if output is not None else nn.Identity()
 
-    def fingerprint(self, bmg) -> torch.Tensor:
-        """The learned vector of each molecule, ``(B, hidden_size)`` (Chemprop's ``MPNN.fingerprint``)."""
-        return self.bn(self.agg(self.message_passing(bmg), bmg.batch))
+    def fingerprint(self, bmg, features: torch.Tensor | None = None) -> torch.Tensor:
+        """The vector of each molecule the head reads, ``(B, hidden_size + F)`` (Chemprop's
+        ``MPNN.fingerprint``): the learned one, then the standardised molecule features if any."""
+        learned = self.bn(self.agg(self.message_passing(bmg), bmg.batch))
+        if self.features_scale is None:
+            return learned
+        if features is None:
+            raise ValueError("this model was trained with molecule features: call it with (graph, features)")
+        return torch.cat((learned, self.features_scale(features)), 1)
 
-    def forward(self, bmg) -> torch.Tensor:
-        outputs = self.predictor.train_step(self.fingerprint(bmg))  # logits, or standardised values
+    def forward(self, batch) -> torch.Tensor:
+        bmg, features = batch if isinstance(batch, tuple) else (batch, None)
+        outputs = self.predictor.train_step(self.fingerprint(bmg, features))  # logits, or standardised values
         return self.output(outputs.squeeze(-1) if outputs.shape[-1] == 1 else outputs)
 
 
@@ -64,7 +77,9 @@ def build_dmpnn(params: Mapping[str, Any], info: Mapping[str, Any]) -> DMPNN:
     else:
         agg = chem_nn.AggregationRegistry[params["aggregation"]]()
     head = chem_nn.RegressionFFN if info.get("task_type") == "regression" else chem_nn.BinaryClassificationFFN
-    predictor = head(n_tasks=len(info.get("labels") or [None]), input_dim=message_passing.output_dim,
-                     hidden_dim=params["ffn_hidden_size"], n_layers=params["ffn_layers"], dropout=params["dropout"],
-                     activation=params["activation"])
-    return DMPNN(message_passing, agg, predictor, batch_norm=params["batch_norm"], output=output_step(info))
+    predictor = head(n_tasks=len(info.get("labels") or [None]),
+                     input_dim=message_passing.output_dim + feature_width(info), hidden_dim=params["ffn_hidden_size"],
+                     n_layers=params["ffn_layers"], dropout=params["dropout"], activation=params["activation"])
+    scaler = info.get(SCALER_KEY)
+    return DMPNN(message_passing, agg, predictor, batch_norm=params["batch_norm"], output=output_step(info),
+                 features_scale=Standardise(scaler["mean"], scaler["std"]) if scaler else None)

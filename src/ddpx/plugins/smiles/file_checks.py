@@ -11,8 +11,20 @@ from typing import Any, Callable, Mapping
 
 from ddpx.api import UserError
 from ddpx.plugins.smiles.chem import require_rdkit
+from ddpx.plugins.smiles.chemprop_check import require_chemprop
 from ddpx.plugins.smiles.csv_table import SmilesTable, read_smiles_csv
+from ddpx.plugins.smiles.params import NO_FEATURES
 from ddpx.plugins.smiles.splits import check_random_split
+
+
+def check_molecule_features(name: str, inputs: str) -> None:
+    if name == NO_FEATURES:
+        return
+    if inputs != "molecule_graph":
+        raise UserError(f"dataset.molecule_features={name} adds molecule-level features beside a molecular graph, and "
+                        f"this recipe's model reads {inputs or 'another input'}, not graphs. Use a graph model "
+                        "(model.name=dmpnn), or leave dataset.molecule_features=none.")
+    require_chemprop(f"dataset.molecule_features={name}")
 
 
 def label_columns(params: Mapping[str, Any]) -> list[str]:
@@ -28,9 +40,11 @@ def dataset_path(params: Mapping[str, Any], default_path: Callable[[], Path | No
 
 
 def check_smiles_params(params: Mapping[str, Any], default_path: Callable[[], Path | None], missing_hint: str,
-                        regression: bool = False) -> SmilesTable | None:
+                        regression: bool = False, inputs: str = "") -> SmilesTable | None:
     """Before launch: the file exists (or will be downloaded), reads as a CSV with the needed
-    columns and both labels (or targets), and RDKit is there when needed; the table read, if any."""
+    columns and both labels (or targets), RDKit is there when needed, and molecule features go to
+    a model that reads graphs (``inputs``: the model's input form); the table read, if any."""
+    check_molecule_features(params["molecule_features"], inputs)
     path = dataset_path(params, default_path)
     if params["download"] and not params["url"]:
         raise UserError("dataset.download=true needs dataset.url=URL to download from.")

@@ -126,11 +126,12 @@ def featurize(smiles: Sequence[str]) -> PackedGraphs:
         parsed=np.asarray(parsed, bool))
 
 
-def cache_key(smiles: Sequence[str]) -> str:
+def cache_key(smiles: Sequence[str], featurizer: str = FEATURIZER) -> str:
+    """The cache entry of ``smiles`` featurized by ``featurizer`` with this Chemprop version."""
     from ddpx.plugins.smiles.chemprop_check import import_chemprop
 
     version = import_chemprop("a model that reads molecular graphs").__version__
-    digest = hashlib.sha256(f"{FORMAT}\n{FEATURIZER}\n{version}\n".encode())
+    digest = hashlib.sha256(f"{FORMAT}\n{featurizer}\n{version}\n".encode())
     for s in smiles:
         digest.update(s.encode("utf-8", "surrogatepass") + b"\n")
     return digest.hexdigest()[:32]

@@ -11,47 +11,69 @@ with the count logged once.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
+import numpy
 import torch
 from torch.utils.data import Dataset
 
 from ddpx.api import TaskData, UserError
 from ddpx.plugins.smiles.graph_cache import FEATURIZER, PackedGraphs, cached_graphs, featurize
+from ddpx.plugins.smiles.molecule_features import (NONE, SCALER_KEY, cached_molecule_features, compute_features,
+                                                   fit_feature_scaler)
 
 SPLIT_NAMES = {"train": "training", "dev": "dev", "heldout": "held-out"}
 
 
-class GraphDataset(Dataset):
-    """Molecules ``rows`` of a table's packed graphs, with their labels."""
+class GraphWithFeatures(NamedTuple):
+    """One molecule's input when the model reads molecule features beside its graph."""
 
-    def __init__(self, graphs: PackedGraphs, rows: Sequence[int], labels: Sequence[Any]):
+    graph: Any  # Chemprop's MolGraph
+    features: torch.Tensor  # (F,) float32
+
+
+class GraphDataset(Dataset):
+    """Molecules ``rows`` of a table's packed graphs, with their labels (and, given
+    ``features``, each molecule's row of them beside its graph)."""
+
+    def __init__(self, graphs: PackedGraphs, rows: Sequence[int], labels: Sequence[Any], features=None):
         self.graphs = graphs
         self.rows = [int(r) for r in rows]
         self.labels = torch.tensor(list(labels), dtype=torch.float32)
+        self.features = features
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def __getitem__(self, i: int):
-        return self.graphs.graph(self.rows[i]), self.labels[i]
+        graph = self.graphs.graph(self.rows[i])
+        if self.features is None:
+            return graph, self.labels[i]
+        return GraphWithFeatures(graph, torch.from_numpy(numpy.array(self.features[self.rows[i]]))), self.labels[i]
 
 
 def collate_graphs(batch):
-    """``(BatchMolGraph, labels (B,) or (B, L))``: Chemprop's batched graph of the molecules."""
+    """``(BatchMolGraph, labels (B,) or (B, L))``: Chemprop's batched graph of the molecules; with
+    molecule features, ``((BatchMolGraph, features (B, F)), labels)``."""
     from chemprop.data import BatchMolGraph
 
-    graphs, labels = zip(*batch)
-    return BatchMolGraph(list(graphs)), torch.stack(list(labels))
+    inputs, labels = zip(*batch)
+    if isinstance(inputs[0], GraphWithFeatures):
+        graphs, features = zip(*inputs)
+        return (BatchMolGraph(list(graphs)), torch.stack(list(features))), torch.stack(list(labels))
+    return BatchMolGraph(list(inputs)), torch.stack(list(labels))
 
 
 def graph_task_data(smiles: list[str], splits: dict[str, Sequence[int]], labels: dict[str, list], info: dict,
-                    source: str, log: Callable[[str], None]) -> TaskData:
-    """The splits (row indices into ``smiles``, with their ``labels``) as molecular graphs.
+                    source: str, log: Callable[[str], None], molecule_features: str = NONE) -> TaskData:
+    """The splits (row indices into ``smiles``, with their ``labels``) as molecular graphs, with
+    ``molecule_features`` beside them unless it is "none".
 
     ``info`` keeps its keys and gains ``inputs`` ("molecule_graph"), ``featurizer`` and the atom
-    and bond feature widths the model is built for."""
+    and bond feature widths the model is built for (and ``molecule_features`` with the training
+    split's feature scaler)."""
     graphs = cached_graphs(smiles, log)
+    features = None if molecule_features == NONE else cached_molecule_features(smiles, molecule_features, log)
     datasets, dropped = {}, {}
     for name in ("train", "dev", "heldout"):
         rows = list(splits[name])
@@ -61,13 +83,16 @@ def graph_task_data(smiles: list[str], splits: dict[str, Sequence[int]], labels:
             raise UserError(f"{source}: none of the {len(rows)} molecule(s) of the {SPLIT_NAMES[name]} split can be read "
                             "by RDKit, so a graph model has nothing to train or score there. Fix the SMILES, or use a "
                             "model that reads SMILES tokens (model.name=smiles_rnn).")
-        datasets[name] = GraphDataset(graphs, [rows[k] for k in keep], [labels[name][k] for k in keep])
+        datasets[name] = GraphDataset(graphs, [rows[k] for k in keep], [labels[name][k] for k in keep], features)
     if any(dropped.values()):
         where = ", ".join(f"{SPLIT_NAMES[name]} {count}" for name, count in dropped.items())
         log(f"skipped {sum(dropped.values())} molecule(s) RDKit cannot parse ({where}): a graph model has no graph "
             "for them, so they are left out of their split.")
     info = {**info, "inputs": "molecule_graph", "featurizer": FEATURIZER, "atom_features": graphs.atom_fdim,
             "bond_features": graphs.bond_fdim}
+    if features is not None:
+        info["molecule_features"] = molecule_features
+        info[SCALER_KEY] = fit_feature_scaler(features[datasets["train"].rows])
     return TaskData(train=datasets["train"], dev=datasets["dev"], heldout=datasets["heldout"], info=info,
                     collate_fn=collate_graphs, source=source)
 
@@ -77,25 +102,34 @@ def model_device(model: torch.nn.Module) -> torch.device:
     return parameter.device if parameter is not None else torch.device("cpu")
 
 
+def batch_to(batch, device: torch.device):
+    """A batch's input on ``device``: Chemprop's ``BatchMolGraph`` moves in place."""
+    graph, features = batch if isinstance(batch, tuple) else (batch, None)
+    graph.to(device)
+    return graph if features is None else (graph, features.to(device))
+
+
 @torch.no_grad()
-def graph_outputs(model: torch.nn.Module, smiles: list[str], batch_size: int = 256) -> torch.Tensor:
+def graph_outputs(model: torch.nn.Module, smiles: list[str], batch_size: int = 256,
+                  molecule_features: str = NONE) -> torch.Tensor:
     """The model's eval-mode outputs (logits of a classifier, values of a regression model) for
-    each SMILES, on the CPU; a SMILES RDKit cannot parse is a :class:`UserError` naming it."""
+    each SMILES, on the CPU, with the ``molecule_features`` the model was trained with; a SMILES
+    RDKit cannot parse is a :class:`UserError` naming it."""
     graphs = featurize(smiles)
     unparsed = [s for s, ok in zip(smiles, graphs.parsed) if not ok]
     if unparsed:
         more = f" (and {len(unparsed) - 1} more)" if len(unparsed) > 1 else ""
         raise UserError(f"RDKit cannot parse the SMILES {unparsed[0]!r}{more}, so the graph model has no graph for "
                         "it. Fix or remove it.")
+    dataset = GraphDataset(graphs, range(len(smiles)), [0.0] * len(smiles),
+                           None if molecule_features == NONE else compute_features(smiles, molecule_features))
     was_training = model.training
     model.eval()
     device, outputs = model_device(model), []
     try:
         for start in range(0, len(smiles), batch_size):
-            rows = range(start, min(start + batch_size, len(smiles)))
-            batch, _ = collate_graphs([(graphs.graph(row), torch.tensor(0.0)) for row in rows])
-            batch.to(device)  # Chemprop's BatchMolGraph moves in place
-            outputs.append(model(batch).float().cpu())
+            batch, _ = collate_graphs([dataset[row] for row in range(start, min(start + batch_size, len(smiles)))])
+            outputs.append(model(batch_to(batch, device)).float().cpu())
     finally:
         model.train(was_training)
     return torch.cat(outputs) if outputs else torch.zeros(0)

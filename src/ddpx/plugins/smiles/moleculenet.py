@@ -88,10 +88,11 @@ def _build(source: MoleculeNetFile, request):
     return build_smiles_data(request, source.default_path, source.missing_hint(), regression=source.regression)
 
 
-def _check(source: MoleculeNetFile, params):
+def _check(source: MoleculeNetFile, params, world_size: int = 1, inputs: str = ""):
     from ddpx.plugins.smiles.file_checks import check_smiles_params
 
-    check_smiles_params(params, source.default_path, source.missing_hint(), regression=source.regression)
+    check_smiles_params(params, source.default_path, source.missing_hint(), regression=source.regression,
+                        inputs=inputs)
 
 
 def moleculenet_tasks(params_for, predictor) -> list[TaskSpec]:

@@ -37,14 +37,14 @@ def _build(request):
     return build_smiles_data(request, _no_default_path, "", regression=request.params["task_type"] == "regression")
 
 
-def _check(params: Mapping[str, Any]) -> None:
+def _check(params: Mapping[str, Any], world_size: int = 1, inputs: str = "") -> None:
     from ddpx.plugins.smiles.file_checks import check_smiles_params, label_columns
 
     if label_columns(params) == [""]:
         raise UserError("task smiles_csv needs the column(s) to learn: dataset.label_column=COLUMN, or "
                         "dataset.label_columns='[\"A\", \"B\"]' for several.")
     regression = params["task_type"] == "regression"
-    table = check_smiles_params(params, _no_default_path, "", regression=regression)
+    table = check_smiles_params(params, _no_default_path, "", regression=regression, inputs=inputs)
     if table is None:
         return
     if not regression and table.numbers_not_binary:

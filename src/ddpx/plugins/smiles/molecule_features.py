@@ -1,0 +1,109 @@
+"""Molecule-level features beside the graph (``dataset.molecule_features``): Chemprop's molecule
+featurizers, the "extra descriptors" that ``chemprop train --molecule-featurizers`` concatenates to
+the learned molecule vector before the feed-forward head.
+
+**Which.** ``v1_rdkit_2d_normalized`` (200 RDKit descriptors, each mapped through a fitted
+cumulative distribution into 0..1: the features of the Chemprop paper), ``v1_rdkit_2d`` (the same
+200, raw), ``rdkit_2d`` (RDKit's 217 current descriptors, raw), ``morgan_binary`` and
+``morgan_count`` (2 048-bit Morgan fingerprints, radius 2). Every feature is standardised with
+its mean and deviation over the training molecules (:class:`Standardise`, a part of the model,
+so ``ddpx predict`` and the logged model feed it raw features); a value RDKit cannot compute
+(NaN, infinite) is 0, as Chemprop replaces it.
+
+**Cached.** Computed once per table (the RDKit descriptors take 3 to 15 ms a molecule: BBBP about
+30 s, HIV about 10 minutes) and kept as one float32 array in
+``<data folder>/cache/molecule_features/<key>.npy``, keyed like the graphs (the featurizer's name,
+Chemprop's version and the SMILES in order): 0.8 KB a molecule for the 200 descriptors, 8 KB for
+a 2 048-bit fingerprint. Read memory-mapped; written to a temporary file and renamed into place.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from ddpx.plugins.smiles.params import NO_FEATURES
+
+NONE = NO_FEATURES  # the default: the graph only
+
+SCALER_KEY = "molecule_feature_scaler"
+
+
+def compute_features(smiles: Sequence[str], name: str) -> np.ndarray:
+    """``(molecules, features)`` float32, in order; a row RDKit cannot parse is NaN."""
+    from chemprop.featurizers import MoleculeFeaturizerRegistry
+    from chemprop.utils import make_mol
+
+    featurize_one = MoleculeFeaturizerRegistry[name]()
+    rows = np.full((len(smiles), len(featurize_one)), np.nan, dtype=np.float32)
+    for i, s in enumerate(smiles):
+        try:
+            mol = make_mol(s)
+        except (RuntimeError, ValueError):  # RDKit cannot parse it (Chemprop raises RuntimeError)
+            continue
+        with np.errstate(all="ignore"):
+            values = np.asarray(featurize_one(mol), dtype=np.float64)
+        rows[i] = np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0)
+    return rows
+
+
+def cached_molecule_features(smiles: Sequence[str], name: str, log: Callable[[str], None] = print) -> np.ndarray:
+    """The features of ``smiles``: from the disk cache, else computed now (and written there)."""
+    from ddpx.api import data_root
+    from ddpx.plugins.smiles.graph_cache import cache_key
+
+    path = data_root() / "cache" / "molecule_features" / f"{cache_key(smiles, featurizer=name)}.npy"
+    try:
+        return np.load(path, mmap_mode="r")
+    except (OSError, ValueError):
+        pass
+    log(f"computing {name} features of {len(smiles)} molecules with Chemprop's featurizer (once: kept in {path})")
+    rows = compute_features(smiles, name)
+    _write(rows, path)
+    return rows
+
+
+def _write(rows: np.ndarray, path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".npy", dir=path.parent)
+    except OSError:
+        return  # the folder cannot be written: the features stay in memory
+    try:
+        with os.fdopen(handle, "wb") as out:
+            np.save(out, rows)
+        os.replace(temporary, path)
+    except OSError:
+        Path(temporary).unlink(missing_ok=True)
+
+
+def fit_feature_scaler(rows: np.ndarray) -> dict[str, list[float]]:
+    """Each feature's mean and standard deviation over ``rows`` (the training molecules); a
+    feature that never varies gets a deviation of 1."""
+    values = np.asarray(rows, dtype=np.float64)
+    mean, std = values.mean(axis=0), values.std(axis=0)
+    return {"mean": mean.tolist(), "std": np.where(std > 0, std, 1.0).tolist()}
+
+
+class Standardise(nn.Module):
+    """``(x - mean) / std`` with the training split's mean and deviation (buffers: saved with the model)."""
+
+    def __init__(self, mean: Sequence[float], std: Sequence[float]):
+        super().__init__()
+        self.register_buffer("mean", torch.tensor(list(mean), dtype=torch.float32))
+        self.register_buffer("std", torch.tensor(list(std), dtype=torch.float32))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - self.mean) / self.std
+
+
+def feature_width(info: Mapping) -> int:
+    """How many molecule-level features a graph model's head receives beside the graph's vector."""
+    scaler = info.get(SCALER_KEY)
+    return len(scaler["mean"]) if scaler else 0

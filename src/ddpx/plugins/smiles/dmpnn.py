@@ -23,8 +23,8 @@ import torch
 from torch import nn
 
 from ddpx.plugins.smiles.chemprop_check import import_chemprop
-from ddpx.plugins.smiles.molecule_features import SCALER_KEY, Standardise, feature_width
-from ddpx.plugins.smiles.scaling import output_step
+from ddpx.plugins.smiles.molecule_features import SCALER_KEY, feature_width
+from ddpx.plugins.smiles.scaling import Standardise, output_step
 
 
 class DMPNN(nn.Module):

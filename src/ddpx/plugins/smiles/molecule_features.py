@@ -6,9 +6,10 @@ the learned molecule vector before the feed-forward head.
 cumulative distribution into 0..1: the features of the Chemprop paper), ``v1_rdkit_2d`` (the same
 200, raw), ``rdkit_2d`` (RDKit's 217 current descriptors, raw), ``morgan_binary`` and
 ``morgan_count`` (2 048-bit Morgan fingerprints, radius 2). Every feature is standardised with
-its mean and deviation over the training molecules (:class:`Standardise`, a part of the model,
-so ``ddpx predict`` and the logged model feed it raw features); a value RDKit cannot compute
-(NaN, infinite) is 0, as Chemprop replaces it.
+its mean and deviation over the training molecules
+(:class:`~ddpx.plugins.smiles.scaling.Standardise`, a part of the model, so ``ddpx predict`` and
+the logged model feed it raw features); a value RDKit cannot compute (NaN, infinite) is 0, as
+Chemprop replaces it.
 
 **Cached.** Computed once per table (the RDKit descriptors take 3 to 15 ms a molecule: BBBP about
 30 s, HIV about 10 minutes) and kept as one float32 array in
@@ -25,8 +26,6 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
-import torch
-from torch import nn
 
 from ddpx.plugins.smiles.params import NO_FEATURES
 
@@ -89,18 +88,6 @@ def fit_feature_scaler(rows: np.ndarray) -> dict[str, list[float]]:
     values = np.asarray(rows, dtype=np.float64)
     mean, std = values.mean(axis=0), values.std(axis=0)
     return {"mean": mean.tolist(), "std": np.where(std > 0, std, 1.0).tolist()}
-
-
-class Standardise(nn.Module):
-    """``(x - mean) / std`` with the training split's mean and deviation (buffers: saved with the model)."""
-
-    def __init__(self, mean: Sequence[float], std: Sequence[float]):
-        super().__init__()
-        self.register_buffer("mean", torch.tensor(list(mean), dtype=torch.float32))
-        self.register_buffer("std", torch.tensor(list(std), dtype=torch.float32))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return (x - self.mean) / self.std
 
 
 def feature_width(info: Mapping) -> int:

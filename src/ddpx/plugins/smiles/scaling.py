@@ -37,13 +37,24 @@ def standardised(rows: Sequence[Sequence[float]], scaler: Mapping[str, list[floa
     return [tuple((v - m) / s for v, m, s in zip(row, scaler["mean"], scaler["std"])) for row in rows]
 
 
-class Unscale(nn.Module):
-    """``z`` while training, ``z * std + mean`` in eval mode (outputs ``(B,)`` or ``(B, T)``)."""
+class MeanStd(nn.Module):
+    """A mean and a standard deviation per column, as buffers: saved with the model's weights."""
 
     def __init__(self, mean: Sequence[float], std: Sequence[float]):
         super().__init__()
         self.register_buffer("mean", torch.tensor(list(mean), dtype=torch.float32))
         self.register_buffer("std", torch.tensor(list(std), dtype=torch.float32))
+
+
+class Standardise(MeanStd):
+    """``(x - mean) / std``, in training and eval mode alike (a graph model's molecule features)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - self.mean) / self.std
+
+
+class Unscale(MeanStd):
+    """``z`` while training, ``z * std + mean`` in eval mode (outputs ``(B,)`` or ``(B, T)``)."""
 
     def forward(self, outputs: torch.Tensor) -> torch.Tensor:
         if self.training:

@@ -174,6 +174,8 @@ CASES = {
                                        "--trials", "2"], "'train.momentum' must be less than 1"),
     "search without trials": Case(["sweep", TINY, "train.lr=loguniform(0.01,0.1)", "--search", "optuna"],
                                   "needs --trials N"),
+    "negative pruner warm-up": Case(["sweep", TINY, "train.lr=loguniform(0.01,0.1)", "--search", "optuna", "--trials",
+                                     "2", "--pruner-warmup", "-1"], "--pruner-warmup must be 0 or more epochs"),
     "search space in a grid sweep": Case(["sweep", TINY, "train.lr=loguniform(0.01,0.1)"], "add --search optuna"),
     # machines: a node range is torchrun's elastic mode, and needs restarts to survive a departure
     "node range for spawn": Case(["recipe", TINY, "--nnodes", "1:2"], "only a launcher that re-forms the job"),

@@ -84,7 +84,8 @@ With --search optuna, Optuna picks each trial's values from a search space:
 KEY=uniform(LOW,HIGH), loguniform(LOW,HIGH), int(LOW,HIGH), logint(LOW,HIGH)
 or choice(A,B,...) (KEY=A,B is a choice). After every epoch rank 0 reports the
 dev metric and the pruner (median: behind the earlier trials' median at that
-epoch) stops a poor trial on every rank at once; it is kept as PRUNED. The
+epoch, once the trial has run --pruner-warmup epochs) stops a poor trial on
+every rank at once; it is kept as PRUNED. The
 study is stored in sqlite (ddpx-runs/optuna.db) for Optuna's own tools.
 
 \b
@@ -104,6 +105,9 @@ trial.log; with --launcher slurm, P jobs at once.
 @click.option("--sampler", default="tpe", show_default=True, help="With --search optuna: tpe, random or grid.")
 @click.option("--pruner", default="median", show_default=True,
               help="With --search optuna: median, hyperband or none.")
+@click.option("--pruner-warmup", type=int, default=None, metavar="EPOCHS",
+              help="With --search optuna: epochs every trial runs before the pruner may stop it.  [default: a fifth "
+                   "of train.max_epochs]")
 @click.option("--search-timeout", type=float, default=None, metavar="SECONDS",
               help="With --search optuna: start no trial after this many seconds.")
 @click.option("--search-seed", type=int, default=None, help="With --search optuna: the sampler's seed.")
@@ -115,8 +119,8 @@ trial.log; with --launcher slurm, P jobs at once.
 @click.option("--resume", "resume_search", is_flag=True,
               help="With --search optuna: continue this recipe's latest search in the storage up to --trials "
                    "(finished trials kept, an interrupted one run again).")
-def sweep_command(name, grid, dry_run, search, trials, sampler, pruner, search_timeout, search_seed, study_storage,
-                  parallel, resume_search, **values) -> None:
+def sweep_command(name, grid, dry_run, search, trials, sampler, pruner, pruner_warmup, search_timeout, search_seed,
+                  study_storage, parallel, resume_search, **values) -> None:
     """Train every combination of the swept values of recipe NAME (or an Optuna search), one job per trial."""
     from ddpx.cli.sweep_report import print_trial, print_trials
     from ddpx.launch.sweep import plan_sweep, run_sweep
@@ -126,7 +130,8 @@ def sweep_command(name, grid, dry_run, search, trials, sampler, pruner, search_t
     if search == "optuna":
         from ddpx.launch.search import SearchOptions
 
-        options = SearchOptions(trials=trials, sampler=sampler, pruner=pruner, timeout_s=search_timeout,
+        options = SearchOptions(trials=trials, sampler=sampler, pruner=pruner, pruner_warmup=pruner_warmup,
+                                timeout_s=search_timeout,
                                 seed=search_seed, storage=study_storage, resume=resume_search)
         return search_command(registry, name, grid, settings, options, dry_run, parallel)
     sweep = plan_sweep(registry, name, grid, settings)

@@ -99,13 +99,21 @@ BUILDERS = {"uniform": _numeric(float, log=False), "loguniform": _numeric(float,
             "int": _numeric(int, log=False), "logint": _numeric(int, log=True), "choice": _choice}
 
 
-def build_pruner(name: str, max_epochs: int):
+def pruner_warmup(asked: int | None, max_epochs: int) -> int:
+    """Epochs a trial runs before it may be pruned: ``--pruner-warmup``, else a fifth of the
+    recipe's epochs (0 below 5 epochs): a curve's first epochs, a learning-rate warm-up's above
+    all, say little about where it ends."""
+    return asked if asked is not None else max_epochs // 5
+
+
+def build_pruner(name: str, max_epochs: int, warmup: int = 0):
     """``median``: stop a trial behind the median of the finished trials at an epoch, once two
-    have finished; ``hyperband``: Optuna's Hyperband over the recipe's epochs; ``none``."""
+    have finished and the trial has run ``warmup`` epochs; ``hyperband``: Optuna's Hyperband over
+    the recipe's epochs, from ``warmup`` (at least 1) on; ``none``."""
     import optuna
 
     if name == "median":
-        return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0)
+        return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=warmup)
     if name == "hyperband":
-        return optuna.pruners.HyperbandPruner(min_resource=1, max_resource=max(1, max_epochs))
+        return optuna.pruners.HyperbandPruner(min_resource=max(1, warmup), max_resource=max(1, max_epochs))
     return optuna.pruners.NopPruner()

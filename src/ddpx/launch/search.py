@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ddpx.config.recipe import resolve_recipe
-from ddpx.config.search_space import build_pruner, choices, is_space, parse_space
+from ddpx.config.search_space import build_pruner, choices, is_space, parse_space, pruner_warmup
 from ddpx.config.values import parse_override
 from ddpx.contract.errors import UserError
 from ddpx.contract.records import RunSummary
@@ -39,6 +39,7 @@ class SearchOptions:
     trials: int | None = None  # None: the grid sampler's whole grid
     sampler: str = "tpe"
     pruner: str = "median"
+    pruner_warmup: int | None = None  # epochs before a trial may be pruned; None: a fifth of train.max_epochs
     timeout_s: float | None = None
     seed: int | None = None
     storage: str | None = None
@@ -119,6 +120,8 @@ def check_options(options: SearchOptions) -> None:
         raise UserError(f"unknown sampler '{options.sampler}'; use one of {', '.join(SAMPLERS)}.")
     if options.pruner not in PRUNERS:
         raise UserError(f"unknown pruner '{options.pruner}'; use one of {', '.join(PRUNERS)}.")
+    if options.pruner_warmup is not None and options.pruner_warmup < 0:
+        raise UserError(f"--pruner-warmup must be 0 or more epochs, not {options.pruner_warmup}.")
     if options.trials is not None and options.trials < 1:
         raise UserError(f"--trials must be at least 1, not {options.trials}.")
     if options.trials is None and options.sampler != "grid":
@@ -134,7 +137,7 @@ def create_study(search: Search, max_epochs: int):
     if search.storage == default_storage(search.settings):
         Path(search.storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     options = search.options
-    pruner = build_pruner(options.pruner, max_epochs)
+    pruner = build_pruner(options.pruner, max_epochs, pruner_warmup(options.pruner_warmup, max_epochs))
     recipe = search.sweep.trials[0].recipe.name
     if not options.resume:
         name = f"{recipe}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -226,7 +229,8 @@ class StudyTrials:
                                 [*search.sweep.fixed, *(f"{k}={v}" for k, v in values.items())])
         trial = Trial(asked.number + 1, values, recipe, plan_job(self.registry, recipe, search.settings))
         trial.job.search = {"storage": search.storage, "study": self.study.study_name, "trial_id": asked._trial_id,
-                            "pruner": options.pruner, "max_epochs": recipe.train["max_epochs"]}
+                            "pruner": options.pruner, "max_epochs": recipe.train["max_epochs"],
+                            "pruner_warmup": pruner_warmup(options.pruner_warmup, recipe.train["max_epochs"])}
         search.sweep.trials.append(trial)
         self.asked[trial.number] = asked
         return trial
@@ -258,5 +262,6 @@ def search_params(search: Search, study) -> dict[str, Any]:
     """What the parent run records about the search, beside the swept keys."""
     options = search.options
     return {"sweep.search": "optuna", "sweep.sampler": options.sampler, "sweep.pruner": options.pruner,
+            "sweep.pruner_warmup": "max_epochs/5" if options.pruner_warmup is None else options.pruner_warmup,
             "sweep.study": study.study_name, "sweep.study_storage": search.storage,
             "sweep.trials": options.trials or "grid"}

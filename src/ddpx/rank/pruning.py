@@ -23,7 +23,8 @@ class TrialPruning:
         if is_main:
             import optuna
 
-            pruner = build_pruner(search["pruner"], search["max_epochs"])  # a pruner is not stored with the study
+            # a pruner is not stored with the study
+            pruner = build_pruner(search["pruner"], search["max_epochs"], search.get("pruner_warmup", 0))
             study = optuna.load_study(study_name=search["study"], storage=search["storage"], pruner=pruner)
             self.trial = optuna.trial.Trial(study, search["trial_id"])
 

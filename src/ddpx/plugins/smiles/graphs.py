@@ -19,8 +19,8 @@ from torch.utils.data import Dataset
 
 from ddpx.api import TaskData, UserError
 from ddpx.plugins.smiles.graph_cache import FEATURIZER, PackedGraphs, cached_graphs, featurize
-from ddpx.plugins.smiles.molecule_features import (NONE, SCALER_KEY, cached_molecule_features, compute_features,
-                                                   fit_feature_scaler)
+from ddpx.plugins.smiles.molecule_features import SCALER_KEY, cached_molecule_features, compute_features, fit_feature_scaler
+from ddpx.plugins.smiles.params import NO_FEATURES
 
 SPLIT_NAMES = {"train": "training", "dev": "dev", "heldout": "held-out"}
 
@@ -65,7 +65,7 @@ def collate_graphs(batch):
 
 
 def graph_task_data(smiles: list[str], splits: dict[str, Sequence[int]], labels: dict[str, list], info: dict,
-                    source: str, log: Callable[[str], None], molecule_features: str = NONE) -> TaskData:
+                    source: str, log: Callable[[str], None], molecule_features: str = NO_FEATURES) -> TaskData:
     """The splits (row indices into ``smiles``, with their ``labels``) as molecular graphs, with
     ``molecule_features`` beside them unless it is "none".
 
@@ -73,7 +73,7 @@ def graph_task_data(smiles: list[str], splits: dict[str, Sequence[int]], labels:
     and bond feature widths the model is built for (and ``molecule_features`` with the training
     split's feature scaler)."""
     graphs = cached_graphs(smiles, log)
-    features = None if molecule_features == NONE else cached_molecule_features(smiles, molecule_features, log)
+    features = None if molecule_features == NO_FEATURES else cached_molecule_features(smiles, molecule_features, log)
     datasets, dropped = {}, {}
     for name in ("train", "dev", "heldout"):
         rows = list(splits[name])
@@ -111,7 +111,7 @@ def batch_to(batch, device: torch.device):
 
 @torch.no_grad()
 def graph_outputs(model: torch.nn.Module, smiles: list[str], batch_size: int = 256,
-                  molecule_features: str = NONE) -> torch.Tensor:
+                  molecule_features: str = NO_FEATURES) -> torch.Tensor:
     """The model's eval-mode outputs (logits of a classifier, values of a regression model) for
     each SMILES, on the CPU, with the ``molecule_features`` the model was trained with; a SMILES
     RDKit cannot parse is a :class:`UserError` naming it."""
@@ -122,7 +122,7 @@ def graph_outputs(model: torch.nn.Module, smiles: list[str], batch_size: int = 2
         raise UserError(f"RDKit cannot parse the SMILES {unparsed[0]!r}{more}, so the graph model has no graph for "
                         "it. Fix or remove it.")
     dataset = GraphDataset(graphs, range(len(smiles)), [0.0] * len(smiles),
-                           None if molecule_features == NONE else compute_features(smiles, molecule_features))
+                           None if molecule_features == NO_FEATURES else compute_features(smiles, molecule_features))
     was_training = model.training
     model.eval()
     device, outputs = model_device(model), []

@@ -27,10 +27,6 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ddpx.plugins.smiles.params import NO_FEATURES
-
-NONE = NO_FEATURES  # the default: the graph only
-
 SCALER_KEY = "molecule_feature_scaler"
 
 

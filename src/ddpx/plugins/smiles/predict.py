@@ -91,7 +91,9 @@ def model_outputs(model: torch.nn.Module, info, smiles: list[str]) -> torch.Tens
     if info.get("inputs") == "molecule_graph":
         from ddpx.plugins.smiles.graphs import graph_outputs
 
-        return graph_outputs(model, smiles, molecule_features=info.get("molecule_features", "none"))
+        from ddpx.plugins.smiles.params import NO_FEATURES
+
+        return graph_outputs(model, smiles, molecule_features=info.get("molecule_features", NO_FEATURES))
     return SmilesPredictor(model, Vocabulary(info["vocab"])).outputs(smiles)
 
 

@@ -85,8 +85,8 @@ KEY=uniform(LOW,HIGH), loguniform(LOW,HIGH), int(LOW,HIGH), logint(LOW,HIGH)
 or choice(A,B,...) (KEY=A,B is a choice). After every epoch rank 0 reports the
 dev metric and the pruner (median: behind the earlier trials' median at that
 epoch, once the trial has run --pruner-warmup epochs) stops a poor trial on
-every rank at once; it is kept as PRUNED. The
-study is stored in sqlite (ddpx-runs/optuna.db) for Optuna's own tools.
+every rank at once; it is kept as PRUNED. The study is stored in sqlite
+(ddpx-runs/optuna.db) for Optuna's own tools.
 
 \b
 --parallel P runs P trials at once, each in its own process pinned to its

@@ -23,7 +23,9 @@ ran on: a row whose training code changed since is measured again before it is q
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import math
 import platform
 import statistics
 import subprocess
@@ -86,16 +88,75 @@ def run_seed(recipe: str, data: Path, seed: int, overrides: list[str], args: arg
     return {"recipe": recipe, "seed": seed, "metric": metric, "greater_is_better": summary["greater_is_better"],
             "value": summary["heldout"][f"heldout_{metric}"], "dev": summary["best_dev"],
             "best_epoch": summary["best_epoch"], "epochs": summary["epochs_run"], "samples": summary["heldout_samples"],
-            "wall_s": wall}
+            "wall_s": wall, "predictions": heldout_predictions(run_dir / "reports" / "heldout_predictions.csv")}
+
+
+def heldout_predictions(path: Path) -> dict[str, list[float]] | None:
+    """The run's ``heldout_predictions.csv`` as columns (an empty cell, a missing label, is NaN)."""
+    if not path.is_file():
+        return None
+    with path.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    return {name: [float(r[name]) if r[name] != "" else math.nan for r in rows] for name in rows[0]} if rows else None
+
+
+def score_pairs(columns: dict[str, list[float]]) -> list[tuple[str, str]]:
+    """``(target column, score column)`` per label: ``target_X`` beside ``probability_X`` or ``prediction_X``."""
+    pairs = []
+    for name in columns:
+        for kind in ("probability", "prediction"):
+            if name == kind or name.startswith(kind + "_"):
+                pairs.append(("target" + name[len(kind):], name))
+    return pairs
+
+
+def metric_of(columns: dict[str, list[float]], metric: str) -> float | None:
+    """The held-out metric from prediction columns, as ddpx computes it: ROC-AUC per label over the
+    molecules that have it (labels with one class left out), RMSE per target; the mean over labels."""
+    import numpy as np
+    from sklearn.metrics import roc_auc_score
+
+    scores = []
+    for target_name, score_name in score_pairs(columns):
+        target, score = np.asarray(columns[target_name]), np.asarray(columns[score_name])
+        present = ~np.isnan(target)
+        if metric == "roc_auc" and len(np.unique(target[present])) == 2:
+            scores.append(roc_auc_score(target[present].astype(int), score[present]))
+        elif metric == "rmse":
+            scores.append(float(np.sqrt(np.mean((score[present] - target[present]) ** 2))))
+    return float(np.mean(scores)) if scores and metric in ("roc_auc", "rmse") else None
+
+
+def ensemble_value(rows: list[dict]) -> float | None:
+    """The held-out metric of the seeds' models as one ensemble: each molecule's probabilities (or
+    predicted values) averaged over the seeds, as Chemprop's ``--ensemble-size`` averages its models.
+    Each seed's own value is first recomputed from its predictions file and must match the run's."""
+    import numpy as np
+
+    tables = [r.get("predictions") for r in rows]
+    if len(rows) < 2 or any(t is None for t in tables):
+        return None
+    metric = rows[0]["metric"]
+    for r, t in zip(rows, tables):
+        again = metric_of(t, metric)
+        if again is None or abs(again - r["value"]) > 1e-4:
+            print(f"ensemble left out: seed {r['seed']}'s predictions file gives {again}, its run {r['value']}",
+                  file=sys.stderr)
+            return None
+    averaged = dict(tables[0])
+    for _, score_name in score_pairs(tables[0]):
+        averaged[score_name] = list(np.mean([t[score_name] for t in tables], axis=0))
+    return metric_of(averaged, metric)
 
 
 def record(rows: list[dict], path: Path | None, **fields) -> None:
-    """Append one JSON line per seed to ``path`` (``--record``), for ``--best-of``."""
+    """Append one JSON line per seed to ``path`` (``--record``), for ``--best-of``; the seeds'
+    ensemble value goes on each of its seeds' lines."""
     if path is None:
         return
     with path.open("a", encoding="utf-8") as out:
         for r in rows:
-            out.write(json.dumps({**fields, **r}) + "\n")
+            out.write(json.dumps({**fields, **{k: v for k, v in r.items() if k != "predictions"}}) + "\n")
 
 
 def mean_text(rows: list[dict], key: str = "value") -> str:
@@ -116,6 +177,7 @@ def one_recipe(args: argparse.Namespace) -> None:
     for r in rows:
         print(f"| {r['seed']} | {r['value']:.4f} | {r['best_epoch']} | {r['epochs']} | {r['samples']} | {r['wall_s']:.0f} |")
     print(f"| mean | {mean_text(rows)} | | | | {sum(r['wall_s'] for r in rows):.0f} (total) |")
+    print(f"| ensemble of the seeds | {value_text(ensemble_value(rows))} | | | | |")
 
 
 def find_file(folder: Path, names: list[str]) -> Path | None:
@@ -128,25 +190,32 @@ def table(args: argparse.Namespace) -> None:
           "scaffold split "
           f"80/10/10, {args.nproc} ranks through {args.launcher}, seeds {' '.join(map(str, args.seeds))}"
           f"{'; ' + ' '.join(args.overrides) if args.overrides else ''}\n")
-    print("| set | metric | model | held-out (mean ± sd) | per seed | dev (mean ± sd) | wall, all seeds (s) | D-MPNN [GEM] "
-          "| Uni-Mol | commit |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| set | metric | model | held-out (mean ± sd) | per seed | ensemble of the seeds | dev (mean ± sd) "
+          "| wall, all seeds (s) | D-MPNN [GEM] | Uni-Mol | commit |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in args.sets:
         names, extra = SETS[name]
         data = find_file(args.data_dir, names)
         for family in args.families:
             recipe = f"{name}_{family}"
             if data is None:
-                print(f"| {name} | | {family} | not run: no {' or '.join(names)} under {args.data_dir} | | | | | | {sha} |")
+                print(f"| {name} | | {family} | not run: no {' or '.join(names)} under {args.data_dir} | | | | | | | {sha} |")
                 continue
             with tempfile.TemporaryDirectory() as tmp:
                 rows = [run_seed(recipe, data, s, [*SCAFFOLD, *extra, *args.overrides], args, Path(tmp))
                         for s in args.seeds]
-            record(rows, args.record, set=name, family=family, overrides=args.overrides, commit=sha, date=str(date.today()))
+            ensemble = ensemble_value(rows)
+            record(rows, args.record, set=name, family=family, overrides=args.overrides, commit=sha, date=str(date.today()),
+                   ensemble=ensemble)
             dmpnn, unimol = published_text(name)
             per_seed = ", ".join(f"{r['value']:.4f}" for r in rows)
-            print(f"| {name} | {rows[0]['metric']} | {recipe} | {mean_text(rows)} | {per_seed} | {mean_text(rows, 'dev')} | "
+            print(f"| {name} | {rows[0]['metric']} | {recipe} | {mean_text(rows)} | {per_seed} | {value_text(ensemble)} | "
+                  f"{mean_text(rows, 'dev')} | "
                   f"{sum(r['wall_s'] for r in rows):.0f} | {dmpnn} | {unimol} | {sha} |", flush=True)
+
+
+def value_text(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4f}"
 
 
 def published_text(name: str) -> tuple[str, str]:
@@ -165,9 +234,9 @@ def best_of(path: Path) -> None:
             model = " ".join([r["recipe"], *r.get("overrides", [])])
             groups.setdefault(r["set"], {}).setdefault(model, []).append(r)
     print(f"from {path}: per set, the model with the better mean dev metric (chosen without the held-out split)\n")
-    print("| set | metric | chosen by dev | held-out (mean ± sd) | seeds | candidates: held-out mean (dev mean) | "
-          "D-MPNN [GEM] | Uni-Mol | at or past D-MPNN |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| set | metric | chosen by dev | held-out (mean ± sd) | seeds | ensemble of its seeds | "
+          "candidates: held-out mean (dev mean) | D-MPNN [GEM] | Uni-Mol | at or past D-MPNN |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, models in groups.items():
         sign = 1 if next(iter(models.values()))[0]["greater_is_better"] else -1
         chosen = max(models, key=lambda m: sign * statistics.mean(r["dev"] for r in models[m]))
@@ -178,7 +247,7 @@ def best_of(path: Path) -> None:
         dmpnn, unimol = published_text(name)
         reached = "yes" if sign * (held - PUBLISHED[name][0]) >= 0 else "no"
         print(f"| {name} | {rows[0]['metric']} | {chosen} | {mean_text(rows)} | {' '.join(str(r['seed']) for r in rows)} | "
-              f"{others} | {dmpnn} | {unimol} | {reached} |")
+              f"{value_text(rows[0].get('ensemble'))} | {others} | {dmpnn} | {unimol} | {reached} |")
 
 
 def main() -> None:

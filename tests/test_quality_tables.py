@@ -3,7 +3,10 @@ with the better mean *dev* metric, in the metric's direction, never the better h
 
 from __future__ import annotations
 
+import csv
+import importlib.util
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -43,4 +46,50 @@ def test_the_better_dev_mean_chooses_in_the_metrics_direction(tmp_path):
     cells = [c.strip() for c in esol.split("|")[1:-1]]
     assert cells[2] == "esol_dmpnn dataset.molecule_features=v1_rdkit_2d_normalized" and cells[3].startswith("1.1500")
     assert cells[-1] == "no"  # an RMSE of 1.15 is above (worse than) the published 1.050
-    assert "esol_dmpnn: 0.9600 (1.0500)" in cells[5]
+    assert "esol_dmpnn: 0.9600 (1.0500)" in cells[6]
+
+
+def quality_module():
+    spec = importlib.util.spec_from_file_location("moleculenet_quality", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def predictions_file(path: Path, header: list[str], rows: list[list]) -> Path:
+    """A run's ``reports/heldout_predictions.csv`` as ddpx writes it: the index, then the columns."""
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["index", *header])
+        writer.writerows([i, *row] for i, row in enumerate(rows))
+    return path
+
+
+def test_the_ensemble_averages_each_molecules_probabilities_over_the_seeds(tmp_path):
+    quality = quality_module()
+    header = ["target_A", "probability_A", "target_B", "probability_B"]
+    seed0 = [[1, 0.9, 0, 0.2], [0, 0.6, "", 0.5], [1, 0.4, 1, 0.7], [0, 0.1, 0, 0.6]]
+    seed1 = [[1, 0.5, 0, 0.4], [0, 0.2, "", 0.9], [1, 0.7, 1, 0.3], [0, 0.8, 0, 0.1]]
+    tables = [quality.heldout_predictions(predictions_file(tmp_path / f"{i}.csv", header, rows))
+              for i, rows in enumerate([seed0, seed1])]
+    assert math.isnan(tables[0]["target_B"][1])  # an empty cell is a missing label
+    rows = [{"seed": i, "metric": "roc_auc", "value": quality.metric_of(t, "roc_auc"), "predictions": t}
+            for i, t in enumerate(tables)]
+    # seed 0: A 0.75, B 1.0 (its missing molecule left out); seed 1: A 0.5, B 0.5
+    assert [r["value"] for r in rows] == [0.875, 0.5]
+    # averaged: A (0.7, 0.4, 0.55, 0.45) gives 1.0; B (0.3, 0.5, 0.35) gives 1.0
+    assert quality.ensemble_value(rows) == 1.0
+    rows[1]["value"] = 0.7  # a predictions file that does not give its run's value: no ensemble
+    assert quality.ensemble_value(rows) is None
+
+
+def test_the_ensemble_of_a_regression_averages_the_predicted_values(tmp_path):
+    quality = quality_module()
+    header = ["target", "prediction"]
+    tables = [quality.heldout_predictions(predictions_file(tmp_path / f"{i}.csv", header, rows)) for i, rows in
+              enumerate([[[1.0, 2.0], [3.0, 2.0]], [[1.0, 0.0], [3.0, 4.0]]])]
+    rows = [{"seed": i, "metric": "rmse", "value": quality.metric_of(t, "rmse"), "predictions": t}
+            for i, t in enumerate(tables)]
+    assert [r["value"] for r in rows] == [1.0, 1.0]
+    assert quality.ensemble_value(rows) == 0.0  # the two seeds' errors cancel
+    assert quality.ensemble_value(rows[:1]) is None  # one seed is no ensemble

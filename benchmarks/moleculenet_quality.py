@@ -131,32 +131,68 @@ def ensemble_value(rows: list[dict]) -> float | None:
     """The held-out metric of the seeds' models as one ensemble: each molecule's probabilities (or
     predicted values) averaged over the seeds, as Chemprop's ``--ensemble-size`` averages its models.
     Each seed's own value is first recomputed from its predictions file and must match the run's."""
-    import numpy as np
-
-    tables = [r.get("predictions") for r in rows]
-    if len(rows) < 2 or any(t is None for t in tables):
+    if len(rows) < 2:
         return None
-    metric = rows[0]["metric"]
+    averaged = seeds_averaged(rows)
+    return None if averaged is None else metric_of(averaged, rows[0]["metric"])
+
+
+def seeds_averaged(rows: list[dict]) -> dict[str, list[float]] | None:
+    """The seeds' predictions averaged molecule by molecule, or None where a seed has none or its
+    file does not give its run's own value."""
+    tables = [r.get("predictions") for r in rows]
+    if any(t is None for t in tables):
+        return None
     for r, t in zip(rows, tables):
-        again = metric_of(t, metric)
+        again = metric_of(t, r["metric"])
         if again is None or abs(again - r["value"]) > 1e-4:
             print(f"ensemble left out: seed {r['seed']}'s predictions file gives {again}, its run {r['value']}",
                   file=sys.stderr)
             return None
-    averaged = dict(tables[0])
-    for _, score_name in score_pairs(tables[0]):
-        averaged[score_name] = list(np.mean([t[score_name] for t in tables], axis=0))
-    return metric_of(averaged, metric)
+    return averaged(tables)
+
+
+def averaged(tables: list[dict[str, list[float]]]) -> dict[str, list[float]] | None:
+    """Each score column averaged over ``tables``; None unless every table has the same molecules
+    (the same targets, in the same order)."""
+    import numpy as np
+
+    pairs = score_pairs(tables[0])
+    targets = [np.asarray(tables[0][t]) for t, _ in pairs]
+    for table in tables[1:]:
+        if score_pairs(table) != pairs or not all(
+                np.array_equal(np.asarray(table[t]), first, equal_nan=True) for (t, _), first in zip(pairs, targets)):
+            print("ensemble left out: the predictions are not of the same held-out molecules", file=sys.stderr)
+            return None
+    result = dict(tables[0])
+    for _, score_name in pairs:
+        result[score_name] = list(np.mean([t[score_name] for t in tables], axis=0))
+    return result
 
 
 def record(rows: list[dict], path: Path | None, **fields) -> None:
     """Append one JSON line per seed to ``path`` (``--record``), for ``--best-of``; the seeds'
-    ensemble value goes on each of its seeds' lines."""
+    ensemble value goes on each of its seeds' lines, and each seed's held-out predictions into
+    ``<record>-predictions/`` beside it (for the ensemble of the families)."""
     if path is None:
         return
+    folder = path.with_name(path.stem + "-predictions")
     with path.open("a", encoding="utf-8") as out:
         for r in rows:
-            out.write(json.dumps({**fields, **{k: v for k, v in r.items() if k != "predictions"}}) + "\n")
+            line = {**fields, **{k: v for k, v in r.items() if k != "predictions"}}
+            if r.get("predictions"):
+                name = f"{fields['set']}-{r['recipe']}-{fields['commit']}-{int(time.time() * 1e6)}-seed{r['seed']}.csv"
+                line["predictions_file"] = str(write_predictions(r["predictions"], folder / name).relative_to(path.parent))
+            out.write(json.dumps(line) + "\n")
+
+
+def write_predictions(columns: dict[str, list[float]], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(list(columns))
+        writer.writerows(zip(*(["" if math.isnan(v) else repr(v) for v in c] for c in columns.values())))
+    return path
 
 
 def mean_text(rows: list[dict], key: str = "value") -> str:
@@ -226,28 +262,57 @@ def published_text(name: str) -> tuple[str, str]:
 def best_of(path: Path) -> None:
     """Per set, the model (recipe and overrides) with the better mean *dev* metric over its
     seeds, and its held-out value: the choice a user can make without looking at the held-out
-    split. Beside it, every candidate's held-out mean, and the published rows."""
-    groups: dict[str, dict[str, list[dict]]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            r = json.loads(line)
-            model = " ".join([r["recipe"], *r.get("overrides", [])])
-            groups.setdefault(r["set"], {}).setdefault(model, []).append(r)
+    split. Beside it, every candidate's held-out mean, the published rows, and the ensemble of
+    each family's best model by dev (their predictions averaged, where ``--record`` kept them)."""
+    groups = recorded_models(path)
     print(f"from {path}: per set, the model with the better mean dev metric (chosen without the held-out split)\n")
     print("| set | metric | chosen by dev | held-out (mean ± sd) | seeds | ensemble of its seeds | "
-          "candidates: held-out mean (dev mean) | D-MPNN [GEM] | Uni-Mol | at or past D-MPNN |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "candidates: held-out mean (dev mean) | ensemble of each family's best by dev | D-MPNN [GEM] | Uni-Mol "
+          "| at or past D-MPNN |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, models in groups.items():
         sign = 1 if next(iter(models.values()))[0]["greater_is_better"] else -1
-        chosen = max(models, key=lambda m: sign * statistics.mean(r["dev"] for r in models[m]))
-        rows = models[chosen]
+        by_dev = sorted(models, key=lambda m: -sign * statistics.mean(r["dev"] for r in models[m]))
+        rows = models[by_dev[0]]
         held = statistics.mean(r["value"] for r in rows)
         others = "; ".join(f"{m}: {statistics.mean(r['value'] for r in rs):.4f} ({statistics.mean(r['dev'] for r in rs):.4f})"
                            for m, rs in models.items())
         dmpnn, unimol = published_text(name)
         reached = "yes" if sign * (held - PUBLISHED[name][0]) >= 0 else "no"
-        print(f"| {name} | {rows[0]['metric']} | {chosen} | {mean_text(rows)} | {' '.join(str(r['seed']) for r in rows)} | "
-              f"{value_text(rows[0].get('ensemble'))} | {others} | {dmpnn} | {unimol} | {reached} |")
+        print(f"| {name} | {rows[0]['metric']} | {by_dev[0]} | {mean_text(rows)} | {' '.join(str(r['seed']) for r in rows)} | "
+              f"{value_text(rows[0].get('ensemble'))} | {others} | {families_text(models, by_dev)} | {dmpnn} | {unimol} "
+              f"| {reached} |")
+
+
+def recorded_models(path: Path) -> dict[str, dict[str, list[dict]]]:
+    """set -> model ("recipe overrides...") -> its seeds' records, the latest line per seed, each
+    with its predictions where the record kept them."""
+    latest: dict[tuple[str, str, int], dict] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            r = json.loads(line)
+            if r.get("predictions_file"):
+                r["predictions"] = heldout_predictions(path.parent / r["predictions_file"])
+            latest[r["set"], " ".join([r["recipe"], *r.get("overrides", [])]), r["seed"]] = r
+    groups: dict[str, dict[str, list[dict]]] = {}
+    for (set_name, model, _), r in latest.items():
+        groups.setdefault(set_name, {}).setdefault(model, []).append(r)
+    return groups
+
+
+def families_text(models: dict[str, list[dict]], by_dev: list[str]) -> str:
+    """The held-out metric of the ensemble of each family's best model by dev (equal weight per
+    family), and which models; "—" with fewer than two families or without their predictions."""
+    best: dict[str, str] = {}
+    for model in by_dev:
+        best.setdefault(models[model][0]["family"], model)
+    if len(best) < 2:
+        return "—"
+    tables = [seeds_averaged(models[m]) for m in best.values()]
+    together = None if any(t is None for t in tables) else averaged(tables)
+    if together is None:
+        return "—"
+    return f"{metric_of(together, models[by_dev[0]][0]['metric']):.4f} ({' + '.join(best.values())})"
 
 
 def main() -> None:

@@ -93,3 +93,29 @@ def test_the_ensemble_of_a_regression_averages_the_predicted_values(tmp_path):
     assert [r["value"] for r in rows] == [1.0, 1.0]
     assert quality.ensemble_value(rows) == 0.0  # the two seeds' errors cancel
     assert quality.ensemble_value(rows[:1]) is None  # one seed is no ensemble
+
+
+def test_best_of_ensembles_each_familys_best_model_by_dev(tmp_path):
+    """The families' ensemble averages the best-by-dev model of each family, from the predictions
+    files ``--record`` keeps beside the record; an older line of the same model and seed gives way."""
+    header = ["target", "probability"]
+    targets = [1, 0, 1, 0]
+    files = {
+        "rnn": [0.9, 0.2, 0.3, 0.4],        # held-out 0.75
+        "dmpnn": [0.5, 0.6, 0.8, 0.1],      # 0.75
+        "dmpnn_worse": [0.1, 0.9, 0.2, 0.8],  # 0.0, but the worse dev of its family: never in the ensemble
+    }
+    rows = []
+    for key, scores in files.items():
+        predictions_file(tmp_path / f"{key}.csv", header, [[t, p] for t, p in zip(targets, scores)])
+        recipe = "bbbp_rnn" if key == "rnn" else "bbbp_dmpnn"
+        overrides = ["model.depth=2"] if key == "dmpnn_worse" else []
+        dev = {"rnn": 0.80, "dmpnn": 0.90, "dmpnn_worse": 0.70}[key]
+        (row,) = seed_rows("bbbp", recipe, "roc_auc", True, [(0.75 if key != "dmpnn_worse" else 0.0, dev)], overrides)
+        rows.append({**row, "predictions_file": f"{key}.csv"})
+    stale = {**rows[1], "value": 0.5, "dev": 0.1}  # the same model and seed recorded earlier
+    (bbbp,) = best_of(tmp_path, [stale, *rows])
+    cells = [c.strip() for c in bbbp.split("|")[1:-1]]
+    assert cells[2] == "bbbp_dmpnn" and cells[3] == "0.7500"  # the later line's dev (0.90) chooses it
+    # averaged: (0.7, 0.4, 0.55, 0.25): both positives above both negatives
+    assert cells[7] == "1.0000 (bbbp_dmpnn + bbbp_rnn)"

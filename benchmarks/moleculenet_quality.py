@@ -16,8 +16,17 @@ the published rows that ``../shared/data/README.md`` quotes for that split):
 Runs each recipe once per seed through the real CLI (exactly what a user runs: ``ddpx recipe
 RECIPE dataset.path=... train.seed=S``, 2 ranks through torchrun by default) and prints Markdown:
 the held-out metric (ROC-AUC, higher is better; RMSE for the regression sets, lower is better),
-best epoch, epochs run and wall time, then mean ± sd over the seeds. Every row names the commit it
-ran on: a row whose training code changed since is measured again before it is quoted.
+best epoch, epochs run and wall time, then mean ± sd over the seeds, and the ensemble of the seeds
+(each held-out molecule's probabilities, or predicted values, averaged over the seeds' models).
+Every row names the commit it ran on: a row whose training code changed since is measured again
+before it is quoted.
+
+``--record FILE`` appends each seed's result to FILE and keeps its held-out predictions in a folder
+beside it (``results-predictions/`` for ``results.jsonl``); ``--best-of FILE`` then picks, per set, the model with the better mean dev
+metric, and ensembles each model family's best model by dev:
+
+    python benchmarks/moleculenet_quality.py --table --data-dir ../shared/data --record results.jsonl
+    python benchmarks/moleculenet_quality.py --best-of results.jsonl
 """
 
 from __future__ import annotations

@@ -121,19 +121,24 @@ def score_pairs(columns: dict[str, list[float]]) -> list[tuple[str, str]]:
 
 def metric_of(columns: dict[str, list[float]], metric: str) -> float | None:
     """The held-out metric from prediction columns, as ddpx computes it: ROC-AUC per label over the
-    molecules that have it (labels with one class left out), RMSE per target; the mean over labels."""
+    molecules that have it (ddpx's own ``label_scores``: labels with one class left out), RMSE per
+    target; the mean over labels."""
     import numpy as np
-    from sklearn.metrics import roc_auc_score
 
-    scores = []
-    for target_name, score_name in score_pairs(columns):
-        target, score = np.asarray(columns[target_name]), np.asarray(columns[score_name])
-        present = ~np.isnan(target)
-        if metric == "roc_auc" and len(np.unique(target[present])) == 2:
-            scores.append(roc_auc_score(target[present].astype(int), score[present]))
-        elif metric == "rmse":
-            scores.append(float(np.sqrt(np.mean((score[present] - target[present]) ** 2))))
-    return float(np.mean(scores)) if scores and metric in ("roc_auc", "rmse") else None
+    from ddpx.records.label_reports import label_scores
+
+    pairs = score_pairs(columns)
+    targets = np.array([columns[t] for t, _ in pairs]).T
+    scores = np.array([columns[s] for _, s in pairs]).T
+    if metric == "roc_auc":
+        values = [v for _, _, v in label_scores(targets, scores, [s for _, s in pairs])]
+    elif metric == "rmse":
+        present = ~np.isnan(targets)
+        values = [float(np.sqrt(np.mean((scores[present[:, j], j] - targets[present[:, j], j]) ** 2)))
+                  for j in range(len(pairs))]
+    else:
+        return None
+    return float(np.mean(values)) if values else None
 
 
 def ensemble_value(rows: list[dict]) -> float | None:
@@ -300,11 +305,11 @@ def recorded_models(path: Path) -> dict[str, dict[str, list[dict]]]:
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip():
             r = json.loads(line)
-            if r.get("predictions_file"):
-                r["predictions"] = heldout_predictions(path.parent / r["predictions_file"])
             latest[r["set"], " ".join([r["recipe"], *r.get("overrides", [])]), r["seed"]] = r
     groups: dict[str, dict[str, list[dict]]] = {}
     for (set_name, model, _), r in latest.items():
+        if r.get("predictions_file"):  # read once, for the line that counts
+            r["predictions"] = heldout_predictions(path.parent / r["predictions_file"])
         groups.setdefault(set_name, {}).setdefault(model, []).append(r)
     return groups
 

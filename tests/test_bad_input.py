@@ -107,6 +107,8 @@ def _checkpoints(folder: Path) -> None:
 BBBP = ["recipe", "bbbp_rnn", "train.max_epochs=1"]
 OWN_CSV = ["recipe", "smiles_csv_rnn", "train.max_epochs=1", "dataset.label_column=y"]
 MEASURED = b"smiles,y\n" + b"".join(f"{'C' * (i % 6 + 1)}O,{-1.25 - 0.5 * (i % 6):.2f}\n".encode() for i in range(30))
+WIDE = ("id,SMILES_in,y," + ",".join(f"d{i}" for i in range(300)) + "\n"
+        + "".join(f"{i},C{'C' * (i % 5)}O,{i % 2}," + ",".join("0.5" for _ in range(300)) + "\n" for i in range(40))).encode()
 LONE_ACTIVE = ("smiles,y\n" + "".join(f"C{'C' * (i % 7)}O,{int(i > 0)}\n" for i in range(60))).encode()
 NUL_NAME = b'name = "tiny\\u0000x"\ntask = "mlp_synthetic"\n[model]\nname = "mlp"\n'
 CASES = {
@@ -217,6 +219,10 @@ CASES = {
                                  files=_mnist_cut),
     "csv without the label column": Case([*BBBP, "dataset.path=m.csv", "dataset.label_column=bbb"],
                                          "has no column 'bbb'", files=_smiles("m.csv", n=40)),
+    "wide csv without its smiles column": Case(
+        [*OWN_CSV, "dataset.path=wide.csv"], "has no column 'smiles'. Did you mean 'SMILES_in'? Its columns are: id, "
+        "SMILES_in, y, d0, d1, d2, d3, d4, d5, d6, d7, d8 (and 291 more). Set dataset.smiles_column.",
+        files=_write("wide.csv", WIDE)),
     "csv with one class only": Case([*BBBP, "dataset.path=one_class.csv"], "has only label 1", files=_one_class),
     # molecule features go beside a graph: a token model cannot take them; a featurizer Chemprop has not
     "molecule features for a token model": Case([*BBBP, "dataset.molecule_features=rdkit_2d"],

@@ -57,7 +57,8 @@ Importing it is cheap: neither torch nor mlflow is imported.
 
 - :class:`UserError`: a mistake the user can fix, shown as one paragraph naming the fix (raise it
   from a task's ``check`` or a launcher's ``check`` before anything starts);
-  :class:`PluginError`: a broken plugin. :func:`did_you_mean` suggests the closest known name.
+  :class:`PluginError`: a broken plugin. :func:`did_you_mean` suggests the closest known name;
+  :func:`listed` names a long list's first few and counts the rest.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ddpx.contract.data_dir import DATA_DIR_ENV, data_root
-from ddpx.contract.errors import PluginError, UserError, did_you_mean
+from ddpx.contract.errors import PluginError, UserError, did_you_mean, listed
 from ddpx.contract.markers import hookimpl
 from ddpx.contract.records import DataRequest, DatasetRecord, FitContext, Param, RunSummary, TaskData
 from ddpx.contract.specs import (
@@ -146,5 +147,5 @@ __all__ = [
     "run_rank", "WORKER_MODULE", "run_supervised", "threads_per_rank", "cpu_share", "local_gpu_count",
     "data_root", "DATA_DIR_ENV", "load_checkpoint", "model_state_from", "load_model",
     "load_table_predictor",
-    "UserError", "PluginError", "did_you_mean",
+    "UserError", "PluginError", "did_you_mean", "listed",
 ]

@@ -41,3 +41,11 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     """`` Did you mean 'x'?`` for the closest known name, or an empty string."""
     close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
     return f" Did you mean '{close[0]}'?" if close else ""
+
+
+def listed(names: Iterable[str], limit: int = 12) -> str:
+    """``'a, b, c'``, or the first ``limit`` names and how many more: an error stays one paragraph
+    however many names there are."""
+    names = list(names)
+    shown = ", ".join(names[:limit])
+    return shown if len(names) <= limit else f"{shown} (and {len(names) - limit} more)"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ddpx.api import UserError, did_you_mean
+from ddpx.api import UserError, did_you_mean, listed
 from ddpx.plugins.smiles.tokenizer import tokenize
 
 SHOWN_ROWS = 5
@@ -110,10 +110,15 @@ def _check_header(path: Path, header: Sequence[str] | None, smiles_column: str, 
                         f"{', '.join(repr(c) for c in label_columns)}.")
     for key, column in (("smiles_column", smiles_column), *((key, c) for c in label_columns)):
         if column not in header:
-            raise UserError(
-                f"dataset file '{path}' has no column '{column}'.{did_you_mean(column, header)} "
-                f"Its columns are: {', '.join(header)}. Set dataset.{key}."
-            )
+            hint = did_you_mean(column, header) or (_smiles_like(header) if key == "smiles_column" else "")
+            raise UserError(f"dataset file '{path}' has no column '{column}'.{hint} Its columns are: "
+                            f"{listed(header)}. Set dataset.{key}.")
+
+
+def _smiles_like(header: Sequence[str]) -> str:
+    """`` Did you mean 'X'?`` for the first column whose name says it holds SMILES, or ``""``."""
+    named = [c for c in header if "smiles" in c.lower()]
+    return f" Did you mean '{named[0]}'?" if named else ""
 
 
 def read_smiles_csv(path: Path, smiles_column: str, label_columns: str | Sequence[str], *, strict: bool,

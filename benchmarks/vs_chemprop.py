@@ -25,6 +25,13 @@ the ``chemprop`` command runs, started as ``python vs_chemprop.py --clocked-chem
 ...``), which notes when each epoch starts, when its validation starts and when it ends; for ddpx
 from its metrics (``samples_per_s`` and ``epoch_s``). Total: the command's wall time, start to exit,
 both including Python's imports and featurization.
+
+A second table says where each training epoch goes, the same four phases for both loops: waiting
+for the batch, forward with the loss, backward, optimizer step; what is left of the training epoch
+is each loop's own bookkeeping. Chemprop's from the callback (a batch from the end of the previous
+one to ``on_train_batch_start``; forward to ``on_before_backward``, backward to
+``on_after_backward``, the step from ``on_before_optimizer_step`` to ``on_train_batch_end``), ddpx's
+from ``train.time_phases=true`` (rank 0's, on 2 ranks; backward includes DDP's all-reduce).
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from pathlib import Path
 from moleculenet_quality import commit  # beside this file: the commit each table names
 
 ROOT = Path(__file__).resolve().parent.parent
+PHASES = ("batch_s", "forward_s", "backward_s", "optimizer_s")
 SETS = {  # set: (recipe, extra ddpx overrides for the shared copies of the files)
     "bbbp": ("bbbp_dmpnn", []),
     "bace": ("bace_dmpnn", ["dataset.smiles_column=smiles"]),  # the shared copy names the column `smiles`
@@ -118,6 +126,27 @@ def clocked_chemprop(record: Path, argv: list[str]) -> None:
 
         def on_train_epoch_start(self, trainer, module):
             self.start, self.validation = time.perf_counter(), None
+            self.mark, self.phases = self.start, dict.fromkeys(PHASES, 0.0)
+
+        def _until_now(self, phase: str) -> None:
+            now = time.perf_counter()
+            self.phases[phase] += now - self.mark
+            self.mark = now
+
+        def on_train_batch_start(self, trainer, module, batch, batch_idx):
+            self._until_now("batch_s")
+
+        def on_before_backward(self, trainer, module, loss):
+            self._until_now("forward_s")
+
+        def on_after_backward(self, trainer, module):
+            self._until_now("backward_s")
+
+        def on_before_optimizer_step(self, trainer, module, optimizer):
+            self.mark = time.perf_counter()  # Lightning's own steps between backward and the update: neither
+
+        def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+            self._until_now("optimizer_s")
 
         def on_validation_start(self, trainer, module):
             if not trainer.sanity_checking:
@@ -125,7 +154,8 @@ def clocked_chemprop(record: Path, argv: list[str]) -> None:
 
         def on_train_epoch_end(self, trainer, module):
             end = time.perf_counter()
-            self.rows.append({"train_s": (self.validation or end) - self.start, "epoch_s": end - self.start})
+            self.rows.append({"train_s": (self.validation or end) - self.start, "epoch_s": end - self.start,
+                              **self.phases})
             record.write_text(json.dumps(self.rows), encoding="utf-8")
 
     clock, base = EpochClock(), pl.Trainer
@@ -164,7 +194,8 @@ def run_chemprop(folder: Path, names: list[str], heldout: tuple[list, list], see
     scores = [[float(r[n]) for n in names] for r in table]  # the target columns hold Chemprop's probabilities
     epochs_seen = json.loads(clock.read_text(encoding="utf-8"))
     return {"value": roc_auc(targets, scores), "epoch_s": statistics.mean(e["train_s"] for e in epochs_seen),
-            "whole_epoch_s": statistics.mean(e["epoch_s"] for e in epochs_seen), "wall_s": wall}
+            "whole_epoch_s": statistics.mean(e["epoch_s"] for e in epochs_seen), "wall_s": wall,
+            **{phase: statistics.mean(e[phase] for e in epochs_seen) for phase in PHASES}}
 
 
 def run_ddpx(recipe: str, data: Path, overrides: list[str], seed: int, nproc: int, epochs: int, workdir: Path,
@@ -172,7 +203,7 @@ def run_ddpx(recipe: str, data: Path, overrides: list[str], seed: int, nproc: in
     batch = 64 // nproc  # Chemprop's 64 molecules per optimizer step, whatever the number of ranks
     cmd = [sys.executable, "-m", "ddpx", "recipe", recipe, "--tracking", "none", "--launcher", "spawn",
            "--nproc", str(nproc), f"dataset.path={data.resolve()}", *overrides, f"train.seed={seed}",
-           f"train.batch_size={batch}", f"train.max_epochs={epochs}"]
+           f"train.batch_size={batch}", f"train.max_epochs={epochs}", "train.time_phases=true"]
     runs = workdir / "ddpx-runs"
     before = set(runs.glob("*")) if runs.is_dir() else set()
     start = time.perf_counter()
@@ -186,7 +217,8 @@ def run_ddpx(recipe: str, data: Path, overrides: list[str], seed: int, nproc: in
     rows = [row for row in map(json.loads, filter(None, lines)) if "epoch_s" in row]
     return {"value": summary["heldout"]["heldout_roc_auc"],
             "epoch_s": statistics.mean(train_size / row["samples_per_s"] for row in rows),  # training only
-            "whole_epoch_s": statistics.mean(row["epoch_s"] for row in rows), "wall_s": wall}
+            "whole_epoch_s": statistics.mean(row["epoch_s"] for row in rows), "wall_s": wall,
+            **{phase: statistics.mean(row[phase] for row in rows) for phase in PHASES}}
 
 
 def summary_row(label: str, results: list[dict]) -> str:
@@ -198,6 +230,14 @@ def summary_row(label: str, results: list[dict]) -> str:
     return (f"| {label} | {statistics.mean(values):.4f}{spread} | {per_seed} | "
             f"{statistics.mean(r['epoch_s'] for r in results):.2f} | {whole_text} | "
             f"{statistics.mean(r['wall_s'] for r in results):.0f} | {sum(r['wall_s'] for r in results):.0f} |")
+
+
+def phases_row(label: str, results: list[dict]) -> str:
+    """Where a training epoch goes: each phase's mean over epochs and seeds, then the rest."""
+    means = [statistics.mean(r[phase] for r in results) for phase in PHASES]
+    training = statistics.mean(r["epoch_s"] for r in results)
+    cells = " | ".join(f"{m:.3f}" for m in means)
+    return f"| {label} | {cells} | {training - sum(means):.3f} | {training:.3f} |"
 
 
 def main() -> None:
@@ -239,6 +279,11 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for run in args.runs:
         print(summary_row(labels[run], results[run]))
+    print("\nWhere a training epoch goes (s, means over epochs and seeds):\n")
+    print("| run | waiting for batches | forward and loss | backward | optimizer step | the rest | training epoch |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for run in args.runs:
+        print(phases_row(labels[run], results[run]))
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ def test_launchers_run_the_job_and_log_one_mlflow_run(run_ddpx, tracking_uri, ex
         history = client.get_metric_history(run.info.run_id, key)
         assert [m.step for m in history] == [1, 2, 3], key
     metrics = run.data.metrics
+    assert not {"batch_s", "forward_s", "backward_s", "optimizer_s"} & set(metrics), "phases are timed when asked"
     assert 0.5 < metrics["heldout_accuracy"] <= 1.0 and metrics["heldout_loss"] > 0
     assert metrics["heldout_samples"] == 301 and 1 <= metrics["best_epoch"] <= 3
     assert sorted(a.path for a in client.list_artifacts(run.info.run_id)) == [
@@ -73,6 +74,24 @@ def test_launchers_run_the_job_and_log_one_mlflow_run(run_ddpx, tracking_uri, ex
     if launcher == "torchrun":  # one folder per rank of the first attempt
         attempt = next((result.run_dirs()[0] / "torchrun-logs").glob("*/attempt_0"))
         assert sorted(p.name for p in attempt.iterdir()) == [str(rank) for rank in range(world)]
+
+
+def test_time_phases_says_where_each_training_epoch_goes(run_ddpx, tracking_uri, experiment):
+    result = run_ddpx("recipe", TINY, "--nproc", "2", "--tracking-uri", tracking_uri, "--experiment", experiment,
+                      "train.time_phases=true", "train.accumulate=2")
+    assert result.returncode == 0, result.output
+    client, run = only_run(tracking_uri, experiment)
+    phases = ("batch_s", "forward_s", "backward_s", "optimizer_s")
+    for key in phases:
+        assert [m.step for m in client.get_metric_history(run.info.run_id, key)] == [1, 2, 3], key
+    lines = [json.loads(line) for line in (result.run_dirs()[0] / "metrics.jsonl").read_text().splitlines()]
+    epochs = [row for row in lines if "epoch_s" in row]
+    assert len(epochs) == 3
+    for row in epochs:
+        assert all(row[key] > 0 for key in phases), row
+        assert sum(row[key] for key in phases) < row["epoch_s"], "the phases are parts of the epoch"
+        assert row["forward_s"] + row["backward_s"] > row["optimizer_s"], row  # a step per two micro-batches
+    assert result.stdout.count(" forward ") == 3 and " backward " in result.stdout and " optimizer " in result.stdout
 
 
 def test_default_recipe_gets_close_to_its_ceiling_in_the_default_store(run_ddpx, tmp_path):

@@ -15,6 +15,7 @@ from ddpx.plugin_host.registry import load_registry
 from ddpx.rank.accumulation import MicroBatch, optimizer_steps
 from ddpx.rank.epochs import optimizer_step
 from ddpx.rank.optim import build_schedule
+from ddpx.rank.phase_clock import PhaseClock
 from ddpx.rank.world_change import deal, orders_left
 
 TRAIN = {"lr": 0.4, "max_epochs": 5, "warmup_steps": 0, "warmup_fraction": 0.0, "lr_decay_every": 2,
@@ -121,3 +122,24 @@ def test_an_interrupted_epoch_dealt_to_another_world_trains_each_remaining_sampl
     # an epoch that was itself dealt: each rank's rest is read from the checkpoint, not the sampler
     carried = {**resume, "step": 1, "ranks": [{"order_left": share[batch:]} for share in shares]}
     assert orders_left(carried, build, batch) == [share[batch:] for share in shares]
+
+
+def test_the_phase_clock_sums_each_phase_over_an_epoch_and_starts_again_after_each():
+    clock = PhaseClock(torch.device("cpu"), enabled=True)
+    seen = []
+    for item in clock.batches(range(4)):
+        with clock.phase("forward"):
+            seen.append(item)
+            torch.ones(200, 200).matmul(torch.ones(200, 200))
+    assert seen == [0, 1, 2, 3], "every batch, in order"
+    first = clock.take()
+    assert set(first) == {"batch_s", "forward_s", "backward_s", "optimizer_s"}
+    assert first["forward_s"] > 0 and first["batch_s"] > 0 and first["backward_s"] == first["optimizer_s"] == 0
+    assert clock.take() == dict.fromkeys(first, 0.0), "the next epoch starts from zero"
+
+    off = PhaseClock(torch.device("cpu"), enabled=False)
+    loader = [1, 2]
+    assert off.batches(loader) is loader and off.take() == {}
+    with off.phase("forward"):
+        pass
+    assert off.take() == {}

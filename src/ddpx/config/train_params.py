@@ -45,6 +45,9 @@ TRAIN_PARAMS: dict[str, Param] = {
     "wrapper": Param("ddp", "how the model is made data-parallel: ddp, allreduce, dp (a registered wrapper)",
                      registry="wrappers"),
     "check_sync": Param(False, "after every step, check that all ranks hold the same parameters (slow; debugging)"),
+    "time_phases": Param(False, "time each epoch's training phases on rank 0 (waiting for batches, forward, backward "
+                         "with DDP's all-reduce, optimizer step) and log their sums as batch_s, forward_s, backward_s "
+                         "and optimizer_s (on a GPU each phase waits for the device)"),
     "num_workers": Param(0, "DataLoader worker processes per rank", minimum=0),
     "stop_check_every": Param(0, "steps between checks for a stop request (SIGUSR1: checkpoint, then stop); "
                               "0: about one check a second, from the measured step time", minimum=0),

@@ -93,7 +93,7 @@ def train_epoch(run: RankRun, epoch: int, stops: StopRequests) -> torch.Tensor:
     BEACON.at(f"training epoch {epoch}, step {{}} (its batch, forward, and backward, in which DDP all-reduces "
               "the gradients)", position.step + 1)
     with run.console.epoch_bar(epoch, train["max_epochs"], batches) as bar:
-        for inputs, targets in loader:
+        for inputs, targets in run.clock.batches(loader):
             micro = MicroBatch.at(position.step, batches, train["accumulate"])
             loss, grad_norm = train_step(run, inputs, targets, micro)
             totals[0] += loss.detach().double() * targets.shape[0]
@@ -152,10 +152,14 @@ def train_step(run: RankRun, inputs, targets, micro: "MicroBatch") -> tuple[torc
     if micro.first:
         state.optimizer.zero_grad(set_to_none=True)
     with nullcontext() if micro.last else without_gradient_sync(state.wrapped):
-        with state.autocast():
+        with run.clock.phase("forward"), state.autocast():
             loss = state.loss_fn(state.step_model(inputs), targets)
-        state.scaler.scale(loss / micro.group_size if micro.group_size > 1 else loss).backward()
-    return loss, optimizer_step(run) if micro.last else None
+        with run.clock.phase("backward"):
+            state.scaler.scale(loss / micro.group_size if micro.group_size > 1 else loss).backward()
+    if not micro.last:
+        return loss, None
+    with run.clock.phase("optimizer"):
+        return loss, optimizer_step(run)
 
 
 def optimizer_step(run: RankRun) -> torch.Tensor | None:
@@ -194,6 +198,7 @@ def finish_epoch(run: RankRun, epoch: int, totals: torch.Tensor, started: float)
         "lr": state.optimizer.param_groups[0]["lr"],
         "samples_per_s": float(summed[1]) / train_seconds,
         "epoch_s": time.perf_counter() - started,
+        **run.clock.take(),
     }
     state.position = Position(epoch=epoch)
     write_last(run, improved, torch.zeros(2, dtype=torch.float64))

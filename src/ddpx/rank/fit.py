@@ -25,6 +25,7 @@ from ddpx.rank.distributed import RankEnv, barrier, broadcast_object
 from ddpx.rank.epochs import run_epochs
 from ddpx.rank.evaluation import evaluate, per_label_metrics
 from ddpx.rank.optim import build_schedule, seed_everything
+from ddpx.rank.phase_clock import PhaseClock
 from ddpx.rank.progress import RankConsole
 from ddpx.rank.rank_run import RankRun
 from ddpx.rank.stall import BEACON
@@ -52,7 +53,8 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
     if resume is not None:
         for line in resume_training(job, registry, parts, data, env, state, resume):
             console.print(line)
-    run = RankRun(job, registry, env, device, console, tracker, parts, data, state)
+    run = RankRun(job, registry, env, device, console, tracker, parts, data, state,
+                  PhaseClock(device, job.config["train"]["time_phases"]))
     BEACON.at("the plugins' ddpx_fit_start hooks")
     registry.pm.hook.ddpx_fit_start(context=run.context)
     run_epochs(run)

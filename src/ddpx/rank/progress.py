@@ -12,6 +12,8 @@ from typing import Iterator, Mapping
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from ddpx.rank.phase_clock import PHASES
+
 
 class RankConsole:
     """Rank 0 prints; every other rank is silent."""
@@ -49,6 +51,8 @@ class RankConsole:
                 parts.append(f"{value:,.0f} samples/s")
             elif key == "epoch_s":
                 parts.append(f"{value:.2f}s")
+            elif key.removesuffix("_s") in PHASES:
+                parts.append(f"{key.removesuffix('_s')} {value:.2f}s")
             elif key == "lr":
                 parts.append(f"lr {value:.3g}")
             else:

@@ -4,7 +4,7 @@ prints and tracks, the recipe's components, its data and its training state. The
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -13,6 +13,7 @@ from ddpx.contract.records import FitContext, TaskData
 from ddpx.launch.job import Job
 from ddpx.plugin_host.registry import Registry
 from ddpx.rank.distributed import RankEnv
+from ddpx.rank.phase_clock import PhaseClock
 from ddpx.rank.progress import RankConsole
 from ddpx.rank.training_state import Components, TrainingState
 from ddpx.records.guarded_tracker import GuardedTracker
@@ -29,6 +30,7 @@ class RankRun:
     parts: Components
     data: TaskData
     state: TrainingState
+    clock: PhaseClock = field(default_factory=lambda: PhaseClock(torch.device("cpu"), False))  # train.time_phases
 
     @property
     def train(self) -> dict[str, Any]:

@@ -158,7 +158,9 @@ def test_one_failing_rank_ends_the_job_with_its_traceback_once(run_ddpx, trackin
 
 
 def test_a_crash_mid_training_marks_the_run_failed_with_its_error(run_ddpx, tracking_uri, experiment):
-    result = run_ddpx("recipe", TINY, "--tracking-uri", tracking_uri, "--experiment", experiment,
+    """Rank 1 crashes at the end of epoch 2 while rank 0 still records it (its tracker is slow
+    there): the launcher's stop waits for that record, so epoch 2 is kept."""
+    result = run_ddpx("recipe", TINY, "--tracking", "mlflow_slow", "--tracking-uri", tracking_uri, "--experiment", experiment,
                       plugins=("ddpx_testplug_failing",), env={"DDPX_TEST_FAIL_AT_EPOCH": "2"})
     assert result.returncode == 1, result.output
     assert result.output.count("deliberate crash on rank 1 after epoch 2") == 1
@@ -166,3 +168,17 @@ def test_a_crash_mid_training_marks_the_run_failed_with_its_error(run_ddpx, trac
     assert run.info.status == "FAILED"
     assert "deliberate crash on rank 1 after epoch 2" in run.data.tags["ddpx.error"]
     assert [m.step for m in client.get_metric_history(run.info.run_id, "train_loss")] == [1, 2]
+
+
+def test_rank_0_killed_while_logging_an_epoch_leaves_the_epoch_in_the_failed_run(run_ddpx, tracking_uri, experiment):
+    """The epoch is in the run folder's metrics.jsonl before the tracker takes it: closing the
+    failed run, ddpx logs what the tracker missed."""
+    result = run_ddpx("recipe", TINY, "--tracking", "mlflow_killed", "--tracking-uri", tracking_uri,
+                      "--experiment", experiment, plugins=("ddpx_testplug_failing",),
+                      env={"DDPX_TEST_KILL_AT_EPOCH": "2"})
+    assert result.returncode == 1, result.output
+    assert "rank 0 was killed by SIGKILL" in result.stderr
+    client, run = only_run(tracking_uri, experiment)
+    assert run.info.status == "FAILED"
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "train_loss")] == [1, 2]
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "dev_accuracy")] == [1, 2]

@@ -19,7 +19,7 @@ from ddpx.rank.accumulation import MicroBatch, without_gradient_sync
 from ddpx.rank.evaluation import evaluate
 from ddpx.rank.pruning import TrialPruning
 from ddpx.rank.rank_run import RankRun
-from ddpx.rank.signals import Preempted, StopRequests
+from ddpx.rank.signals import Preempted, StopRequests, termination_after_records
 from ddpx.rank.stall import BEACON
 from ddpx.rank.sync_check import check_parameters_in_sync
 from ddpx.rank.training_checkpoint import write_last
@@ -201,11 +201,12 @@ def finish_epoch(run: RankRun, epoch: int, totals: torch.Tensor, started: float)
         **run.clock.take(),
     }
     state.position = Position(epoch=epoch)
-    write_last(run, improved, torch.zeros(2, dtype=torch.float64))
-    if run.env.is_main:
-        append_metrics(run.job.run_dir.metrics_file, {"epoch": epoch, **metrics})
-        if run.tracker:
-            log_epoch(run.tracker, run.job, epoch, metrics)
-        run.console.epoch_line(epoch, run.train["max_epochs"], metrics, improved)
+    with termination_after_records() if run.env.is_main else nullcontext():
+        write_last(run, improved, torch.zeros(2, dtype=torch.float64))
+        if run.env.is_main:
+            append_metrics(run.job.run_dir.metrics_file, {"epoch": epoch, **metrics})
+            if run.tracker:
+                log_epoch(run.tracker, run.job, epoch, metrics)
+            run.console.epoch_line(epoch, run.train["max_epochs"], metrics, improved)
     run.registry.pm.hook.ddpx_epoch_end(context=run.context, epoch=epoch, metrics=metrics)
     return dev.metric

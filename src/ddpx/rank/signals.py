@@ -1,6 +1,7 @@
 """Signals a rank reacts to: SIGUSR1 asks for a checkpoint-and-stop (preemption), SIGTERM ends
 the run cleanly (marked KILLED), like Ctrl-C: the worker installs :func:`raise_terminated` for it
-as each rank starts.
+as each rank starts; while rank 0 writes an epoch's records it waits for them
+(:func:`termination_after_records`).
 
 Ranks may receive a signal at different steps, so a stop request is agreed on with a collective
 every few steps: every rank then stops at the same step boundary. Inside an epoch that
@@ -18,6 +19,8 @@ from __future__ import annotations
 import signal
 import sys
 import time
+from contextlib import contextmanager
+from typing import Iterator
 
 import torch
 import torch.distributed as dist
@@ -32,6 +35,26 @@ class Terminated(KeyboardInterrupt):
 def raise_terminated(signum, frame) -> None:
     """The SIGTERM handler of every rank: a clean, recorded stop."""
     raise Terminated("terminated by SIGTERM")
+
+
+@contextmanager
+def termination_after_records() -> Iterator[None]:
+    """Rank 0 writes an epoch's records (checkpoint, ``metrics.jsonl``, the tracker) inside this:
+    a SIGTERM that arrives meanwhile (a launcher stopping the ranks because a peer failed) takes
+    effect once they are written, so the epoch every rank finished is kept. The launchers give a
+    stopped rank seconds before they kill it; writing the records takes a fraction of one."""
+    arrived: list[int] = []
+    try:
+        previous = signal.signal(signal.SIGTERM, lambda signum, frame: arrived.append(signum))
+    except ValueError:  # not the main thread (an embedding application): nothing deferred
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if arrived:
+            signal.raise_signal(signal.SIGTERM)  # handled as it would have been on arrival
 
 
 def quiet_stops(unraisable) -> None:

@@ -10,7 +10,6 @@ report files. Per-step curves (``step/*``) are not kept in the folder and are no
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +19,7 @@ from ddpx.contract.records import RunSummary
 from ddpx.launch.job import Job
 from ddpx.records.guarded_tracker import GuardedTracker
 from ddpx.records.run_dir import RunDir
-from ddpx.records.tracking import log_epoch, read_tracking_record, record_result, start_job_run
+from ddpx.records.tracking import log_epochs_after, read_tracking_record, record_result, start_job_run
 
 if TYPE_CHECKING:  # pragma: no cover
     from ddpx.plugin_host.registry import Registry
@@ -51,10 +50,7 @@ def upload_run(registry: "Registry", folder: Path, *, tracking: str = "mlflow", 
         if step is not None:
             step(job)
     tracker, epochs_logged = open_run(registry, job)
-    for line in job.run_dir.metrics_file.read_text(encoding="utf-8").splitlines() if job.run_dir.metrics_file.is_file() else []:
-        record = json.loads(line)
-        if int(record["epoch"]) > epochs_logged:
-            log_epoch(tracker, job, int(record["epoch"]), {k: v for k, v in record.items() if k != "epoch"})
+    log_epochs_after(tracker, job, epochs_logged)
     for path in sorted((job.run_dir.path / "reports").glob("*")):
         tracker.log_artifact(path)
     for path in sorted((job.run_dir.path / "model").glob("*")):

@@ -154,8 +154,18 @@ def log_epoch(tracker: GuardedTracker, job: Job, epoch: int, metrics: Mapping[st
         write_tracking_record(job, tracker, epoch)
 
 
+def log_epochs_after(tracker: GuardedTracker, job: Job, logged: int) -> None:
+    """Log the epochs of the run folder's ``metrics.jsonl`` after the first ``logged``."""
+    path = job.run_dir.metrics_file
+    for line in path.read_text(encoding="utf-8").splitlines() if path.is_file() else []:
+        record = json.loads(line)
+        if int(record["epoch"]) > logged:
+            log_epoch(tracker, job, int(record["epoch"]), {k: v for k, v in record.items() if k != "epoch"})
+
+
 def close_tracking_run(registry: "Registry", job: Job, status: str, error: str) -> None:
-    """Mark the job's tracking run ``status`` with ``error`` (for ranks stopped before they could).
+    """Mark the job's tracking run ``status`` with ``error`` (for ranks stopped before they could),
+    with the epochs in ``metrics.jsonl`` it did not take (rank 0 killed before it logged them).
 
     When the ranks stopped before rank 0 opened a run, the run is opened here first, so every
     failed job of this machine's rank 0 is recorded. mlflow is imported only on this path.
@@ -166,6 +176,7 @@ def close_tracking_run(registry: "Registry", job: Job, status: str, error: str) 
     if record:
         tracker = GuardedTracker(registry.get("trackers", record["tracker"]).create(quiet), warn=lambda text: None)
         tracker.start(run_name="", params={}, tags={}, resume_run_id=record["run_id"])
+        log_epochs_after(tracker, job, int(record.get("epochs_logged", 0)))
     elif launch.tracking != "none" and launch.node_rank == 0 and launch.nnodes == 1:
         device_type = registry.get("backends", launch.backend).device_type
         tracker = start_job_run(registry, quiet, device_type, warn=lambda text: None)

@@ -19,7 +19,9 @@ the held-out metric (ROC-AUC, higher is better; RMSE for the regression sets, lo
 best epoch, epochs run and wall time, then mean ± sd over the seeds, and the ensemble of the seeds
 (each held-out molecule's probabilities, or predicted values, averaged over the seeds' models).
 Every row names the commit it ran on: a row whose training code changed since is measured again
-before it is quoted.
+before it is quoted. The header names the torch build and the CPU kernels torch picked here: the
+same commit and seed train to other digits under another kernel set (``ATEN_CPU_CAPABILITY=avx2``
+reproduces on an AVX-512 machine a row measured on one with AVX2 only).
 
 ``--record FILE`` appends each seed's result to FILE and keeps its held-out predictions in a folder
 beside it (``results-predictions/`` for ``results.jsonl``); ``--best-of FILE`` then picks, per set, the model with the better mean dev
@@ -81,6 +83,19 @@ def threads_text() -> str:
     import os
 
     return f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset (torchrun: 1 per rank)')}"
+
+
+def arithmetic() -> dict[str, str]:
+    """The torch build and the CPU kernels it picks here (the ranks inherit the environment, so
+    theirs): under another kernel set (``ATEN_CPU_CAPABILITY``) a seed trains to other digits."""
+    import torch
+
+    return {"torch": torch.__version__, "cpu_kernels": torch.backends.cpu.get_cpu_capability()}
+
+
+def arithmetic_text() -> str:
+    found = arithmetic()
+    return f"torch {found['torch']}, CPU kernels {found['cpu_kernels']}"
 
 
 def run_seed(recipe: str, data: Path, seed: int, overrides: list[str], args: argparse.Namespace, workdir: Path) -> dict:
@@ -220,7 +235,7 @@ def one_recipe(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         rows = [run_seed(args.recipe, args.data, seed, overrides, args, Path(tmp)) for seed in args.seeds]
     print(f"{date.today()}: {platform.machine()}, python {platform.python_version()}, commit {commit()}, "
-          f"{threads_text()}; {args.recipe}, split {args.split or 'of the recipe'}, {args.nproc} ranks through {args.launcher}; "
+          f"{arithmetic_text()}, {threads_text()}; {args.recipe}, split {args.split or 'of the recipe'}, {args.nproc} ranks through {args.launcher}; "
           f"{' '.join(args.overrides)}\n")
     print(f"| seed | held-out {rows[0]['metric']} | best epoch | epochs run | held-out molecules | wall time (s) |")
     print("| --- | --- | --- | --- | --- | --- |")
@@ -236,7 +251,8 @@ def find_file(folder: Path, names: list[str]) -> Path | None:
 
 def table(args: argparse.Namespace) -> None:
     sha = commit()
-    print(f"{date.today()}: {platform.machine()}, python {platform.python_version()}, commit {sha}, {threads_text()}; "
+    print(f"{date.today()}: {platform.machine()}, python {platform.python_version()}, commit {sha}, {arithmetic_text()}, "
+          f"{threads_text()}; "
           "scaffold split "
           f"80/10/10, {args.nproc} ranks through {args.launcher}, seeds {' '.join(map(str, args.seeds))}"
           f"{'; ' + ' '.join(args.overrides) if args.overrides else ''}\n")
@@ -256,7 +272,7 @@ def table(args: argparse.Namespace) -> None:
                         for s in args.seeds]
             ensemble = ensemble_value(rows)
             record(rows, args.record, set=name, family=family, overrides=args.overrides, commit=sha, date=str(date.today()),
-                   ensemble=ensemble)
+                   ensemble=ensemble, **arithmetic())
             dmpnn, unimol = published_text(name)
             per_seed = ", ".join(f"{r['value']:.4f}" for r in rows)
             print(f"| {name} | {rows[0]['metric']} | {recipe} | {mean_text(rows)} | {per_seed} | {value_text(ensemble)} | "

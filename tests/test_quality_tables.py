@@ -7,6 +7,7 @@ import csv
 import importlib.util
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -119,3 +120,15 @@ def test_best_of_ensembles_each_familys_best_model_by_dev(tmp_path):
     assert cells[2] == "bbbp_dmpnn" and cells[3] == "0.7500"  # the later line's dev (0.90) chooses it
     # averaged: (0.7, 0.4, 0.55, 0.25): both positives above both negatives
     assert cells[7] == "1.0000 (bbbp_dmpnn + bbbp_rnn)"
+
+
+def test_the_tables_name_the_cpu_kernels_the_ranks_inherit():
+    """The header of every table names torch's CPU kernel set, read under the environment the
+    ranks inherit: ATEN_CPU_CAPABILITY, which changes a seed's digits, changes it."""
+    code = (f"import importlib.util; spec = importlib.util.spec_from_file_location('q', {str(SCRIPT)!r}); "
+            "q = importlib.util.module_from_spec(spec); spec.loader.exec_module(q); print(q.arithmetic_text())")
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert plain.startswith("torch 2.") and ", CPU kernels " in plain
+    chosen = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env={**os.environ, "ATEN_CPU_CAPABILITY": "default"}).stdout
+    assert chosen.strip().endswith("CPU kernels DEFAULT")

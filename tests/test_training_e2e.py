@@ -31,7 +31,8 @@ def test_launchers_run_the_job_and_log_one_mlflow_run(run_ddpx, tracking_uri, ex
         args += ["--nproc", str(nproc)]
     temp = tmp_path / "temp"
     temp.mkdir()
-    result = run_ddpx(*args, env={"TMPDIR": str(temp)})
+    kernels = {"ATEN_CPU_CAPABILITY": "default"} if launcher == "torchrun" else {}  # torch's plainest CPU kernels
+    result = run_ddpx(*args, env={"TMPDIR": str(temp), **kernels})
     assert result.returncode == 0, result.output
     world = nproc or 2  # the default on a machine without GPUs
     assert f"on {world} rank(s), launcher {launcher}, backend gloo" in result.stdout
@@ -47,6 +48,8 @@ def test_launchers_run_the_job_and_log_one_mlflow_run(run_ddpx, tracking_uri, ex
     assert params["global_batch_size"] == str(32 * world) and params["precision"] == "fp32"
     tags = run.data.tags
     assert tags["ddpx.recipe"] == "tiny_mlp" and tags["ddpx.version"] and "ddpx==" in tags["ddpx.plugins"]
+    assert tags["ddpx.torch"] == torch.__version__ and tags["ddpx.threads_per_rank"] == str(cpu_share(world))
+    assert tags["ddpx.cpu_kernels"] == ("DEFAULT" if kernels else torch.backends.cpu.get_cpu_capability())
 
     for key in ("train_loss", "dev_loss", "dev_accuracy", "samples_per_s", "epoch_s"):
         history = client.get_metric_history(run.info.run_id, key)

@@ -212,3 +212,14 @@ def broadcast_object(obj: Any, src: int = 0) -> Any:
     with BEACON.waiting_in("broadcast"):
         dist.broadcast_object_list(box, src=src)
     return box[0]
+
+
+def arithmetic_tags(device: torch.device) -> dict[str, str]:
+    """What decides a run's last digits besides the recipe, as tracking tags: the torch build,
+    the CPU kernels torch chose (``AVX512``, ``AVX2``, ...: the same seed trains to other digits
+    under another set; ``ATEN_CPU_CAPABILITY`` picks one), the threads per rank, and the GPU."""
+    tags = {"ddpx.torch": torch.__version__, "ddpx.cpu_kernels": torch.backends.cpu.get_cpu_capability(),
+            "ddpx.threads_per_rank": str(torch.get_num_threads())}
+    if device.type == "cuda":
+        tags["ddpx.gpu"] = torch.cuda.get_device_name(device)
+    return tags

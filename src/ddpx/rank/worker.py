@@ -143,12 +143,16 @@ def _import_metric_modules(job: Job, registry) -> None:
 
 def _start_tracker(job, registry, env, device, console, resume):
     """Rank 0 opens the job's tracking run (with the world size it started on: an elastic job's
-    may be below its most), or continues the run of the checkpoint it resumes."""
+    may be below its most), or continues the run of the checkpoint it resumes, and tags it with
+    the arithmetic it runs on (torch, CPU kernels, threads, GPU)."""
+    from ddpx.rank.distributed import arithmetic_tags
     from ddpx.records.tracking import start_job_run
 
     warn = lambda text: console.print(f"[yellow]warning:[/yellow] {text}")  # noqa: E731
-    return start_job_run(registry, job, device.type, warn, resume_run_id=resume.get("tracking_run_id") if resume else None,
-                         world_size=env.world_size)
+    tracker = start_job_run(registry, job, device.type, warn, resume_run_id=resume.get("tracking_run_id") if resume else None,
+                            world_size=env.world_size)
+    tracker.set_tags(arithmetic_tags(device))  # a resumed run: where it goes on
+    return tracker
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -48,6 +48,7 @@ class DeviceImages:
         self.mean = torch.tensor(mean, dtype=torch.float32).view(shape)
         self.std = torch.tensor(std, dtype=torch.float32).view(shape)
         self.crop_padding, self.flip = crop_padding, flip
+        self._normalisation: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def __len__(self) -> int:
         return self.images.shape[0]
@@ -57,13 +58,31 @@ class DeviceImages:
         return x[0], y[0]
 
     def get_batch(self, indices: torch.Tensor, device: torch.device, train: bool):
-        indices = indices.to(self.images.device)
+        indices = self._indices_here(indices)
         images = self.images[indices].to(device, non_blocking=True)
         targets = self.targets[indices].to(device, non_blocking=True)
         if train and (self.crop_padding or self.flip):
             images = random_crop_flip(images, self.crop_padding, self.flip)
-        mean, std = self.mean.to(device), self.std.to(device)
+        mean, std = self._normalisation_on(device)
         return (images.float().div_(255).sub_(mean).div_(std)), targets
+
+    def _indices_here(self, indices: torch.Tensor) -> torch.Tensor:
+        """The batch's indices where the images are. A plain copy to the GPU would wait for every
+        kernel queued before it (a whole training step), so the host would never run ahead of the
+        device; from pinned memory the copy queues behind them instead."""
+        if indices.device == self.images.device:
+            return indices
+        if self.images.is_cuda and indices.device.type == "cpu":
+            return indices.pin_memory().to(self.images.device, non_blocking=True)
+        return indices.to(self.images.device)
+
+    def _normalisation_on(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """The mean and standard deviation on ``device``, copied there once (each copy to a GPU
+        would wait for the queued work, as above)."""
+        key = str(device)
+        if key not in self._normalisation:
+            self._normalisation[key] = (self.mean.to(device), self.std.to(device))
+        return self._normalisation[key]
 
     def nbytes(self) -> int:
         return self.images.numel() * self.images.element_size()

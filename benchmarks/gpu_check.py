@@ -27,6 +27,7 @@ neither MLflow nor Optuna; RDKit and Chemprop only for the molecule rows (skippe
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import os
@@ -147,14 +148,15 @@ class Checks:
         fp32 = self.run("mlp_synthetic", self.mlp)
         rows = []
         for precision in ("bf16", "fp16"):
+            check = "fp16 with loss scaling against fp32" if precision == "fp16" else f"{precision} against fp32"
             if precision == "fp16" and not self.gpus:
-                rows.append(Row("fp16 with loss scaling against fp32", "not run", "SKIP", "fp16 needs a GPU"))
+                rows.append(Row(check, "not run", "SKIP", "fp16 needs a GPU"))
                 continue
             mixed = self.run("mlp_synthetic", [*self.mlp, f"train.precision={precision}"])
             first, ref = mixed.epochs[0]["train_loss"], fp32.epochs[0]["train_loss"]
             finite = all(math.isfinite(e["train_loss"]) for e in mixed.epochs)
             ok = finite and abs(first - ref) <= FIRST_LOSS * abs(ref) and abs(heldout(mixed) - heldout(fp32)) <= MATCH
-            rows.append(Row(f"{precision} against fp32", f"loss {first:.4f} vs {ref:.4f}; held-out "
+            rows.append(Row(check, f"loss {first:.4f} vs {ref:.4f}; held-out "
                             f"{heldout(mixed):.4f} vs {heldout(fp32):.4f}", "PASS" if ok else "FAIL",
                             f"{self.where}; first loss within {FIRST_LOSS:.0%}, held-out within {MATCH}, no NaN"))
         return rows
@@ -167,8 +169,9 @@ class Checks:
                         "dry: CPU" if self.dry else "no MNIST under --data")]
         root = self.workdir / "mnist"
         (root / "MNIST" / "raw").mkdir(parents=True, exist_ok=True)
-        for f in raw.iterdir():
-            (root / "MNIST" / "raw" / f.name).write_bytes(f.read_bytes())
+        for f in raw.iterdir():  # the published files are gzipped; torchvision reads them unpacked
+            unpacked = gzip.decompress(f.read_bytes()) if f.suffix == ".gz" else f.read_bytes()
+            (root / "MNIST" / "raw" / f.name.removesuffix(".gz")).write_bytes(unpacked)
         for epochs in (1, 2, 3, 5):
             run = self.run("mnist_convnet", [f"dataset.root={root}", f"train.max_epochs={epochs}", "train.patience=0"])
             if heldout(run) >= 0.99:
@@ -176,11 +179,37 @@ class Checks:
                             f"{epochs} epoch(s), held-out {heldout(run):.4f}, mnist_convnet, fast path")]
         return [Row("MNIST: launch to 99.0 % held-out", f"{heldout(run):.4f} after 5 epochs", "FAIL", "")]
 
+    def fast_path_sync(self) -> list[Row]:
+        """The fast image path builds a training batch without waiting for the GPU: with CUDA's
+        sync debug mode set to error, any copy or read that would block the host raises."""
+        import torch
+
+        from ddpx.plugins.vision.fast_path import DeviceImages
+
+        check = "fast image path: a batch without waiting for the GPU"
+        if not self.gpus:
+            return [Row(check, "not run", "SKIP", "dry: CPU" if self.dry else "needs a GPU")]
+        device = torch.device("cuda")
+        images = torch.randint(0, 256, (1024, 3, 32, 32), dtype=torch.uint8)
+        data = DeviceImages(images, torch.randint(0, 10, (1024,)), [0.5] * 3, [0.25] * 3, crop_padding=4, flip=True,
+                            device=device)
+        data.get_batch(torch.arange(8), device, train=True)  # the normalisation constants' one copy
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            for start in range(0, 1024, 256):
+                data.get_batch(torch.arange(start, start + 256), device, train=True)
+        except RuntimeError as exc:
+            return [Row(check, "waits", "FAIL", str(exc).splitlines()[0][:160])]
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        return [Row(check, "no wait in 4 batches", "PASS", "CUDA sync debug mode: error")]
+
     def resnet_throughput(self) -> list[Row]:
         from gpu_check_loops import plain_resnet_rate
         from image_files import write_cifar10
 
-        n, batch, n_test = (100, 16, 20) if self.dry else (10000, 256, 100)
+        n, batch, n_test = (100, 16, 20) if self.dry else (50000, 256, 100)  # CIFAR-10's 50 000: 195 steps an epoch
         root = write_cifar10(self.workdir / "cifar", n_per_batch=n // 5, n_test=n_test)
         rows = []
         for channels_last, compile_ in ((True, False), (False, False), (True, True)):
@@ -193,8 +222,8 @@ class Checks:
                     "train.patience=0", *(["train.precision=bf16"] if self.gpus else [])]
             run = self.run("cifar10_resnet18", keys)
             ours = run.epochs[-1]["samples_per_s"]
-            plain = plain_resnet_rate(batch, steps=3 if self.dry else 60, channels_last=channels_last,
-                                      compile_=compile_, bf16=bool(self.gpus))
+            plain = plain_resnet_rate(batch, steps=3 if self.dry else 300, warmup=3 if self.dry else 30,
+                                      channels_last=channels_last, compile_=compile_, bf16=bool(self.gpus))
             ratio = ours / plain
             ok = ratio >= 0.97 or self.dry
             rows.append(Row(f"ResNet-18, channels-last {'on' if channels_last else 'off'}, torch.compile "
@@ -236,7 +265,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry", action="store_true", help="the same code paths on CPU, tiny sizes")
     parser.add_argument("--data", type=Path, help="a folder holding mnist/ and bbbp/BBBP.csv (../shared/data)")
+    parser.add_argument("--only", type=lambda text: text.split(","), metavar="CHECKS",
+                        help="run these checks alone, comma-separated: backend_and_devices, gpu_against_cpu, precision, "
+                             "mnist, fast_path_sync, resnet_throughput, molecules")
     args = parser.parse_args()
+    args.data = args.data.resolve() if args.data else None  # the runs start in a folder of their own
     import torch
 
     name = "dry run on CPU" if args.dry else (torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU")
@@ -244,8 +277,9 @@ def main() -> int:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
         checks = Checks(args.dry, args.data, Path(tmp))
-        for step in (checks.backend_and_devices, checks.gpu_against_cpu, checks.precision, checks.mnist,
-                     checks.resnet_throughput, checks.molecules):
+        steps = (checks.backend_and_devices, checks.gpu_against_cpu, checks.precision, checks.mnist,
+                 checks.fast_path_sync, checks.resnet_throughput, checks.molecules)
+        for step in (s for s in steps if not args.only or s.__name__ in args.only):
             done = len(rows)
             try:
                 rows += step()

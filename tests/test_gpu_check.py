@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow  # starts ranks
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "gpu_check.py"
 ROWS = ["auto backend: one device per rank", "synthetic MLP, 1 rank: GPU against CPU", "synthetic MLP, 2 ranks on NCCL",
         "bf16 against fp32", "fp16 with loss scaling against fp32", "MNIST: launch to 99.0 % held-out",
-        "ResNet-18, channels-last on, torch.compile off", "ResNet-18, channels-last off, torch.compile off",
+        "fast image path: a batch without waiting for the GPU", "ResNet-18, channels-last on, torch.compile off", "ResNet-18, channels-last off, torch.compile off",
         "ResNet-18, channels-last on, torch.compile on", "bbbp_rnn: molecules/s", "bbbp_dmpnn: molecules/s"]
 
 
@@ -29,3 +29,11 @@ def test_the_dry_run_runs_every_check_on_the_cpu_and_fails_none():
     assert " vs " in rows["ResNet-18, channels-last on, torch.compile off"][1]  # ddpx and the plain loop both ran
     assert rows["ResNet-18, channels-last off, torch.compile off"][2] == "SKIP"  # one row walks the path
     assert rows["bbbp_rnn: molecules/s"][2] == "PASS"
+
+
+def test_only_runs_the_checks_it_names():
+    done = subprocess.run([sys.executable, str(SCRIPT), "--dry", "--only", "fast_path_sync,mnist"], capture_output=True,
+                          text=True, timeout=120)
+    final = done.stdout.split("\n\n")[-1]
+    assert [line.split(" | ")[0].lstrip("| ") for line in final.splitlines()[2:]] == [
+        "MNIST: launch to 99.0 % held-out", "fast image path: a batch without waiting for the GPU"], done.stdout

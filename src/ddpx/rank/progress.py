@@ -6,8 +6,9 @@ per-epoch lines are printed.
 
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -61,18 +62,26 @@ class RankConsole:
 
 
 class EpochBar:
-    """Advances the bar by one step; reads the loss (a device sync) only when the bar is drawn,
-    detached from the graph (a tensor that requires grad warns when read as a number)."""
+    """Advances the bar by one step. The loss it shows is read only when the bar is drawn, and at
+    most every ``LOSS_EVERY_S`` seconds: reading a number off a GPU waits for every step queued
+    before it, so reading it each step would stop the host from running ahead of the device. It is
+    read detached from the graph (a tensor that requires grad warns when read as a number)."""
 
-    def __init__(self, progress: Progress, task, live: bool):
+    LOSS_EVERY_S = 0.5
+
+    def __init__(self, progress: Progress, task, live: bool, clock: Callable[[], float] = time.monotonic):
         self._progress = progress
         self._task = task
         self._live = live
+        self._clock = clock
+        self._loss_read_at: float | None = None
 
     def advance(self, loss=None) -> None:
         if not self._live:
             return
-        if loss is None:
+        now = self._clock()
+        if loss is None or (self._loss_read_at is not None and now - self._loss_read_at < self.LOSS_EVERY_S):
             self._progress.advance(self._task)
-        else:
-            self._progress.update(self._task, advance=1, loss=f"{float(loss.detach()):.4f}")
+            return
+        self._loss_read_at = now
+        self._progress.update(self._task, advance=1, loss=f"{float(loss.detach()):.4f}")

@@ -241,6 +241,23 @@ def test_a_missing_chemprop_is_named_before_launch_and_the_spec_imports_nothing_
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
 
 
+def test_chemprop_installed_on_a_system_without_x11_libraries_names_the_system_packages(monkeypatch, tmp_path):
+    """As on a bare CUDA image: RDKit's drawing module, which Chemprop imports, cannot load libXrender."""
+    from ddpx.plugins.smiles.chemprop_check import import_chemprop
+
+    fake = tmp_path / "chemprop"
+    fake.mkdir()
+    (fake / "__init__.py").write_text(
+        "raise ImportError('libXrender.so.1: cannot open shared object file: No such file or directory')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "chemprop", raising=False)
+    with pytest.raises(UserError) as caught:
+        import_chemprop("model.name=dmpnn")
+    message = str(caught.value)
+    assert "lacks the library libXrender.so.1" in message and "apt-get install libxrender1" in message
+    assert "pip install" not in message  # the extra is installed: installing it again would not help
+
+
 def test_the_fork_server_imports_chemprop_once_for_every_rank(tmp_path):
     from ddpx.cli.launch_options import settings_from
     from ddpx.cli.run_commands import recipe_command

@@ -21,6 +21,14 @@ def _missing_message(what: str, reason: str) -> str:
             "`pip install 'ddpx[chem]'`, or use a model that reads SMILES tokens (model.name=smiles_rnn).")
 
 
+def _missing_system_library(what: str, exc: ImportError) -> str:
+    library = str(exc).split(":")[0]
+    return (f"{what} needs Chemprop, which is installed but does not import: this system lacks the library "
+            f"{library}. RDKit's drawing module, which Chemprop imports, needs the X11 client libraries even "
+            "with no display: install them (on Debian and Ubuntu `apt-get install libxrender1 libxext6 libx11-6`), "
+            "or use a model that reads SMILES tokens (model.name=smiles_rnn).")
+
+
 def _version_tuple(text: str) -> tuple[int, ...]:
     numbers = []
     for part in text.split(".")[:2]:
@@ -57,6 +65,8 @@ def import_chemprop(what: str):
     except ImportError as exc:
         from ddpx.api import UserError
 
+        if "cannot open shared object file" in str(exc):  # installed, but the system lacks a library
+            raise UserError(_missing_system_library(what, exc)) from None
         raise UserError(_missing_message(what, f"which does not import ({exc})")) from None
     from rdkit import RDLogger
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import time
 
 
-def plain_resnet_rate(batch: int, *, steps: int, channels_last: bool, compile_: bool, bf16: bool,
-                      warmup: int = 3) -> float:
-    """Training images per second of a plain loop, timed after ``warmup`` steps."""
+def plain_resnet_rates(batch: int, *, windows: int, steps: int, channels_last: bool, compile_: bool, bf16: bool,
+                       warmup: int = 3) -> list[float]:
+    """Training images per second of a plain loop in ``windows`` back-to-back windows of ``steps``
+    steps each, timed after ``warmup`` steps (their spread is the machine's noise)."""
     import torch
     import torch.nn.functional as F
 
@@ -33,13 +34,18 @@ def plain_resnet_rate(batch: int, *, steps: int, channels_last: bool, compile_: 
         loss.backward()
         optimizer.step()
 
+    def wait() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
     for _ in range(warmup):
         step()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(steps):
-        step()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return batch * steps / (time.perf_counter() - start)
+    rates = []
+    for _ in range(windows):
+        wait()
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        wait()
+        rates.append(batch * steps / (time.perf_counter() - start))
+    return rates

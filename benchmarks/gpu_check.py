@@ -226,15 +226,15 @@ class Checks:
                     f"train.compile={str(compile_).lower()}", "train.patience=0",
                     *(["train.precision=bf16"] if self.gpus else [])]
             run = self.run("cifar10_resnet18", keys)
-            ours = statistics.median(e["samples_per_s"] for e in run.epochs[1:] or run.epochs)  # after the first
+            timed = [e["samples_per_s"] for e in run.epochs[1:] or run.epochs]  # the epochs after the first
+            ours = statistics.median(timed)
             plain_windows = plain_resnet_rates(batch, windows=1 if self.dry else 5, steps=3 if self.dry else 200,
                                                warmup=3 if self.dry else 30, channels_last=channels_last,
                                                compile_=compile_, bf16=bool(self.gpus))
             plain = statistics.median(plain_windows)
             ratio = ours / plain
             ok = ratio >= 0.97 or self.dry
-            spread = (f"; epochs {min(e['samples_per_s'] for e in run.epochs[1:] or run.epochs):,.0f}–"
-                      f"{max(e['samples_per_s'] for e in run.epochs[1:] or run.epochs):,.0f}, plain windows "
+            spread = (f"; epochs {min(timed):,.0f}–{max(timed):,.0f}, plain windows "
                       f"{min(plain_windows):,.0f}–{max(plain_windows):,.0f}")
             rows.append(Row(f"ResNet-18, channels-last {'on' if channels_last else 'off'}, torch.compile "
                             f"{'on' if compile_ else 'off'}", f"{ours:,.0f} vs {plain:,.0f} images/s ({ratio:.2f})",

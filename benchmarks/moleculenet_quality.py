@@ -353,7 +353,7 @@ def main() -> None:
     parser.add_argument("--table", action="store_true", help="every set of --sets with every family of --families")
     parser.add_argument("--data-dir", type=Path, help="with --table: the folder holding the MoleculeNet files")
     parser.add_argument("--sets", nargs="+", choices=list(SETS), default=list(SETS))
-    parser.add_argument("--families", nargs="+", default=["rnn", "dmpnn"], help="recipe suffixes: rnn, dmpnn")
+    parser.add_argument("--families", nargs="+", default=["rnn", "dmpnn"], help="recipe suffixes: rnn, dmpnn, ffn")
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("--launcher", default="torchrun")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])

@@ -227,8 +227,12 @@ CASES = {
     # molecule features go beside a graph: a token model cannot take them; a featurizer Chemprop has not
     "molecule features for a token model": Case([*BBBP, "dataset.molecule_features=rdkit_2d"],
                                                 "this recipe's model reads smiles_tokens, not graphs. Use a graph model"),
-    "unknown molecule featurizer": Case(["recipe", "bbbp_dmpnn", "dataset.molecule_features=rdkit_3d"],
-                                        "'dataset.molecule_features' must be one of"),
+    "unknown molecule featurizer": Case(["recipe", "bbbp_dmpnn", "dataset.molecule_features=morgan_count+rdkit_3d"],
+                                        "'rdkit_3d' is not one of Chemprop's molecule featurizers. Use "
+                                        "v1_rdkit_2d_normalized"),
+    "features model without features": Case(["recipe", "bbbp_ffn", "dataset.molecule_features=none"],
+                                            "reads molecule-level features only, and dataset.molecule_features=none "
+                                            "gives it none. Name them"),
     # data in the right format but the wrong range or size: seen before launch, not in a training step
     "image label out of range": Case(["recipe", "mnist_convnet", "dataset.root=images"],
                                      "holds label(s) 12, outside the task's 10 classes", files=_mnist_label_12),

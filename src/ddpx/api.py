@@ -23,7 +23,7 @@ Importing it is cheap: neither torch nor mlflow is imported.
   :class:`RecipeSource` — how a run starts, is recorded, and what it runs.
 - :class:`Param` declares a recipe key (``dataset.*``, ``model.*``): default, help, limits.
 - Input forms: a task lists the forms its data can take (``TaskSpec.inputs``, say
-  ``("smiles_tokens", "molecule_graph")``), a model names the one it needs (``ModelSpec.inputs``),
+  ``("smiles_tokens", "molecule_graph", "molecule_features")``), a model names the one it needs (``ModelSpec.inputs``),
   and ``build_data`` builds what :attr:`DataRequest.inputs` names.
 
 **What a plugin receives**

@@ -56,7 +56,7 @@ class TaskSpec:
     answer tables: ``ddpx predict``, and the best model logged as an MLflow model.
 
     ``inputs`` names the forms of input the task can hand out, its default first (the SMILES
-    tasks: ``("smiles_tokens", "molecule_graph")``). A model that needs one of them says so in
+    tasks: ``("smiles_tokens", "molecule_graph", "molecule_features")``). A model that needs one of them says so in
     :attr:`ModelSpec.inputs`; ``build_data`` then receives that name as
     :attr:`DataRequest.inputs` and builds its splits in that form. A recipe pairing a model with
     a task that cannot give it its input is refused before anything starts.

@@ -1,11 +1,11 @@
-"""SMILES tasks, the ``smiles_rnn`` and ``dmpnn`` models and the MoleculeNet recipes.
+"""SMILES tasks, the ``smiles_rnn``, ``dmpnn`` and ``features_ffn`` models and the MoleculeNet recipes.
 
 Molecules from their SMILES strings, with one label or several (binary classification) or one
 target or several (regression). MoleculeNet's files are tasks of their own (``bbbp``, ``bace``,
 ``clintox``, ``tox21``, ``sider``, ``hiv``, ``esol``, ``lipophilicity``, ``freesolv``:
 :mod:`ddpx.plugins.smiles.moleculenet`); any other CSV trains with ``smiles_csv``
-(:mod:`ddpx.plugins.smiles.own_csv`). Every task hands out token sequences or molecular graphs,
-whichever the model asks for (``ModelSpec.inputs``).
+(:mod:`ddpx.plugins.smiles.own_csv`). Every task hands out token sequences, molecular graphs or
+molecule-level feature vectors, whichever the model asks for (``ModelSpec.inputs``).
 """
 
 from __future__ import annotations
@@ -51,10 +51,12 @@ def register_tasks(register):
 @hookimpl
 def register_models(register):
     from ddpx.plugins.smiles.dmpnn_spec import DMPNN_MODEL
+    from ddpx.plugins.smiles.features_ffn_spec import FEATURES_FFN_MODEL
 
     register(ModelSpec("smiles_rnn", "embedding + bidirectional LSTM/GRU over packed SMILES tokens", build_model,
                        params=MODEL_PARAMS, inputs="smiles_tokens"))
     register(DMPNN_MODEL)
+    register(FEATURES_FFN_MODEL)
 
 
 @hookimpl

@@ -20,7 +20,8 @@ from ddpx.plugins.smiles.tokenizer import Vocabulary
 def build_smiles_data(request: DataRequest, default_path: Callable[[], Path | None], missing_hint: str,
                       regression: bool = False) -> TaskData:
     """The three splits in the form the run's model asked for (``request.inputs``): token
-    sequences (the default) or molecular graphs. The split is the same for both."""
+    sequences (the default), molecular graphs or molecule feature vectors. The split is the same
+    for all."""
     p = request.params
     path = dataset_path(p, default_path)
     ensure_file(path, p["url"], download=p["download"], is_local_main=request.is_local_main, barrier=request.barrier,
@@ -35,6 +36,10 @@ def build_smiles_data(request: DataRequest, default_path: Callable[[], Path | No
         from ddpx.plugins.smiles.graphs import graph_task_data
 
         return graph_task_data(table.smiles, splits, labels, info, source, request.log, p["molecule_features"])
+    if request.inputs == "molecule_features":
+        from ddpx.plugins.smiles.vectors import vector_task_data
+
+        return vector_task_data(table.smiles, splits, labels, info, source, request.log, p["molecule_features"])
     return token_task_data(table, splits, labels, info, p, request.seed, source)
 
 

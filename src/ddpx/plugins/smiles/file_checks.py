@@ -13,17 +13,28 @@ from ddpx.api import UserError
 from ddpx.plugins.smiles.chem import require_rdkit
 from ddpx.plugins.smiles.chemprop_check import require_chemprop
 from ddpx.plugins.smiles.csv_table import SmilesTable, read_smiles_csv
-from ddpx.plugins.smiles.params import NO_FEATURES
+from ddpx.plugins.smiles.params import MOLECULE_FEATURIZERS, NO_FEATURES
 from ddpx.plugins.smiles.splits import check_random_split
 
 
 def check_molecule_features(name: str, inputs: str) -> None:
+    """``dataset.molecule_features`` names known featurizers and suits the model's input form."""
     if name == NO_FEATURES:
+        if inputs == "molecule_features":
+            raise UserError("this recipe's model reads molecule-level features only, and dataset.molecule_features="
+                            "none gives it none. Name them: dataset.molecule_features=morgan_count (2 048 Morgan "
+                            "counts), v1_rdkit_2d_normalized (200 RDKit descriptors), or both: "
+                            "morgan_count+v1_rdkit_2d_normalized.")
         return
-    if inputs != "molecule_graph":
+    unknown = [part for part in name.split("+") if part not in MOLECULE_FEATURIZERS]
+    if unknown:
+        raise UserError(f"dataset.molecule_features={name}: {', '.join(map(repr, unknown))} is not one of Chemprop's "
+                        f"molecule featurizers. Use {', '.join(MOLECULE_FEATURIZERS)}, several joined by '+', or none.")
+    if inputs not in ("molecule_graph", "molecule_features"):
         raise UserError(f"dataset.molecule_features={name} adds molecule-level features beside a molecular graph, and "
                         f"this recipe's model reads {inputs or 'another input'}, not graphs. Use a graph model "
-                        "(model.name=dmpnn), or leave dataset.molecule_features=none.")
+                        "(model.name=dmpnn) or the features' own model (model.name=features_ffn), or leave "
+                        "dataset.molecule_features=none.")
     require_chemprop(f"dataset.molecule_features={name}")
 
 

@@ -5,7 +5,8 @@ the learned molecule vector before the feed-forward head.
 **Which.** ``v1_rdkit_2d_normalized`` (200 RDKit descriptors, each mapped through a fitted
 cumulative distribution into 0..1: the features of the Chemprop paper), ``v1_rdkit_2d`` (the same
 200, raw), ``rdkit_2d`` (RDKit's 217 current descriptors, raw), ``morgan_binary`` and
-``morgan_count`` (2 048-bit Morgan fingerprints, radius 2). Every feature is standardised with
+``morgan_count`` (2 048-bit Morgan fingerprints, radius 2), or several joined by ``+``, their
+columns side by side in that order (``morgan_count+v1_rdkit_2d_normalized``). Every feature is standardised with
 its mean and deviation over the training molecules
 (:class:`~ddpx.plugins.smiles.scaling.Standardise`, a part of the model, so ``ddpx predict`` and
 the logged model feed it raw features); a value RDKit cannot compute (NaN, infinite) is 0, as
@@ -32,6 +33,8 @@ SCALER_KEY = "molecule_feature_scaler"
 
 def compute_features(smiles: Sequence[str], name: str) -> np.ndarray:
     """``(molecules, features)`` float32, in order; a row RDKit cannot parse is NaN."""
+    if "+" in name:
+        return np.concatenate([compute_features(smiles, part) for part in name.split("+")], axis=1)
     from chemprop.featurizers import MoleculeFeaturizerRegistry
     from chemprop.utils import make_mol
 
@@ -49,7 +52,10 @@ def compute_features(smiles: Sequence[str], name: str) -> np.ndarray:
 
 
 def cached_molecule_features(smiles: Sequence[str], name: str, log: Callable[[str], None] = print) -> np.ndarray:
-    """The features of ``smiles``: from the disk cache, else computed now (and written there)."""
+    """The features of ``smiles``: from the disk cache, else computed now (and written there);
+    several featurizers joined by ``+`` are cached one by one."""
+    if "+" in name:
+        return np.concatenate([cached_molecule_features(smiles, part, log) for part in name.split("+")], axis=1)
     from ddpx.api import data_root
     from ddpx.plugins.smiles.graph_cache import cache_key
 

@@ -6,7 +6,7 @@ missing labels); binary cross-entropy, mean ROC-AUC. Regression: ESOL (log solub
 Lipophilicity (logD) and FreeSolv (hydration free energy), one numeric target each; mean squared
 error on standardised targets, RMSE in the file's units. The column names are the published files'
 own (DeepChem's copies on S3, which MoleculeNet links to). Every task hands out token sequences
-(the default) or molecular graphs, whichever the model asks for.
+(the default), molecular graphs or molecule-level feature vectors, whichever the model asks for.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ FILES = [
     MoleculeNetFile("lipophilicity", "Lipophilicity", "Lipophilicity.csv", "smiles", ["exp"], regression=True),
     MoleculeNetFile("freesolv", "FreeSolv", "SAMPL.csv", "smiles", ["expt"], regression=True),
 ]
-INPUTS = ("smiles_tokens", "molecule_graph")  # what a model may ask for (ModelSpec.inputs)
+INPUTS = ("smiles_tokens", "molecule_graph", "molecule_features")  # what a model may ask for (ModelSpec.inputs)
 DESCRIPTIONS = {
     "bbbp": "BBBP: does a molecule cross the blood-brain barrier? (MoleculeNet)",
     "bace": "BACE: does a molecule inhibit human beta-secretase 1? (MoleculeNet)",

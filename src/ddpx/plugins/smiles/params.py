@@ -27,11 +27,11 @@ def smiles_params(*, smiles_column: str, label_column: str, url: str, label_colu
                            "as one of them or as written; 0: as written only", minimum=0, maximum=64),
         "eval_enumerate": Param(0, "dev and held-out predictions average the written SMILES and this many "
                                 "randomised ones (RDKit); 0: the written SMILES only", minimum=0, maximum=64),
-        "molecule_features": Param(NO_FEATURES, "a graph model's molecule-level features beside the graph, from "
-                                   "Chemprop's featurizers (chemprop --molecule-featurizers): v1_rdkit_2d_normalized "
-                                   "(200 RDKit descriptors, the Chemprop paper's), v1_rdkit_2d, rdkit_2d, "
-                                   "morgan_binary, morgan_count; none: the graph only",
-                                   choices=(NO_FEATURES, *MOLECULE_FEATURIZERS)),
+        "molecule_features": Param(NO_FEATURES, "molecule-level features from Chemprop's featurizers (chemprop "
+                                   "--molecule-featurizers): v1_rdkit_2d_normalized (200 RDKit descriptors, the "
+                                   "Chemprop paper's), v1_rdkit_2d, rdkit_2d, morgan_binary, morgan_count, or several "
+                                   "joined by '+' (morgan_count+v1_rdkit_2d_normalized); a graph model reads them "
+                                   "beside the graph, model.name=features_ffn reads them alone; none: no features"),
         "heldout_fraction": Param(0.1, "fraction of molecules held out", above=0, below=1),
         "dev_fraction": Param(0.2, "fraction of the rest used for model selection", above=0, below=1),
     }

@@ -94,6 +94,10 @@ def model_outputs(model: torch.nn.Module, info, smiles: list[str]) -> torch.Tens
         from ddpx.plugins.smiles.params import NO_FEATURES
 
         return graph_outputs(model, smiles, molecule_features=info.get("molecule_features", NO_FEATURES))
+    if info.get("inputs") == "molecule_features":
+        from ddpx.plugins.smiles.vectors import vector_outputs
+
+        return vector_outputs(model, smiles, info["molecule_features"])
     return SmilesPredictor(model, Vocabulary(info["vocab"])).outputs(smiles)
 
 

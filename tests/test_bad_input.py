@@ -230,6 +230,9 @@ CASES = {
     "unknown molecule featurizer": Case(["recipe", "bbbp_dmpnn", "dataset.molecule_features=morgan_count+rdkit_3d"],
                                         "'rdkit_3d' is not one of Chemprop's molecule featurizers. Use "
                                         "v1_rdkit_2d_normalized"),
+    "enumeration for a graph model": Case(["recipe", "bbbp_dmpnn", "dataset.enumerate=4"],
+                                          "this recipe's model reads molecule_graph, which is the same however the "
+                                          "SMILES is written"),
     "features model without features": Case(["recipe", "bbbp_ffn", "dataset.molecule_features=none"],
                                             "reads molecule-level features only, and dataset.molecule_features=none "
                                             "gives it none. Name them"),

@@ -38,6 +38,14 @@ def check_molecule_features(name: str, inputs: str) -> None:
     require_chemprop(f"dataset.molecule_features={name}")
 
 
+def check_enumeration(params: Mapping[str, Any], inputs: str) -> None:
+    """SMILES enumeration goes to a model that reads SMILES strings."""
+    if (params["enumerate"] or params["eval_enumerate"]) and inputs not in ("", "smiles_tokens"):
+        raise UserError(f"dataset.enumerate and dataset.eval_enumerate write each molecule as other SMILES strings, and "
+                        f"this recipe's model reads {inputs}, which is the same however the SMILES is written. Leave "
+                        "both at 0, or use a SMILES model (a *_rnn recipe).")
+
+
 def label_columns(params: Mapping[str, Any]) -> list[str]:
     """``dataset.label_columns`` if given, else the one ``dataset.label_column``."""
     return list(params["label_columns"]) or [params["label_column"]]
@@ -56,6 +64,7 @@ def check_smiles_params(params: Mapping[str, Any], default_path: Callable[[], Pa
     columns and both labels (or targets), RDKit is there when needed, and molecule features go to
     a model that reads graphs (``inputs``: the model's input form); the table read, if any."""
     check_molecule_features(params["molecule_features"], inputs)
+    check_enumeration(params, inputs)
     path = dataset_path(params, default_path)
     if params["download"] and not params["url"]:
         raise UserError("dataset.download=true needs dataset.url=URL to download from.")

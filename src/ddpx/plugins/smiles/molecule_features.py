@@ -16,7 +16,8 @@ Chemprop replaces it.
 30 s, HIV about 10 minutes) and kept as one float32 array in
 ``<data folder>/cache/molecule_features/<key>.npy``, keyed like the graphs (the featurizer's name,
 Chemprop's version and the SMILES in order): 0.8 KB a molecule for the 200 descriptors, 8 KB for
-a 2 048-bit fingerprint. Read memory-mapped; written to a temporary file and renamed into place.
+a 2 048-bit fingerprint. Read memory-mapped (several featurizers joined by ``+``: each part read so,
+then their columns copied side by side into memory); written to a temporary file and renamed into place.
 """
 
 from __future__ import annotations

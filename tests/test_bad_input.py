@@ -36,6 +36,7 @@ class Case:
     env: dict = field(default_factory=dict)  # "{folder}" in a value: the case's folder
     own_store: bool = False  # the case gives its own --tracking-uri
     full_disk: bool = False  # a full disk (a tmpfs left with no free byte) is mounted at ./disk
+    needs: str = ""  # a module the case's model needs to get as far as its message (chemprop)
 
 
 def _write(name: str, data: bytes) -> Callable[[Path], None]:
@@ -227,15 +228,17 @@ CASES = {
     # molecule features go beside a graph: a token model cannot take them; a featurizer Chemprop has not
     "molecule features for a token model": Case([*BBBP, "dataset.molecule_features=rdkit_2d"],
                                                 "this recipe's model reads smiles_tokens, not graphs. Use a graph model"),
-    "unknown molecule featurizer": Case(["recipe", "bbbp_dmpnn", "dataset.molecule_features=morgan_count+rdkit_3d"],
-                                        "'rdkit_3d' is not one of Chemprop's molecule featurizers. Use "
-                                        "v1_rdkit_2d_normalized"),
+    "unknown molecule featurizer": Case([*BBBP, "dataset.molecule_features=morgan_count+rdkit_3d"],
+                                        "'rdkit_3d' is not one of Chemprop's molecule featurizers (did you mean "
+                                        "'rdkit_2d'?). Use v1_rdkit_2d_normalized"),
+    "featurizer named twice": Case([*BBBP, "dataset.molecule_features=morgan_count+morgan_count"],
+                                   "names morgan_count twice"),
     "enumeration for a graph model": Case(["recipe", "bbbp_dmpnn", "dataset.enumerate=4"],
                                           "this recipe's model reads molecule_graph, which is the same however the "
-                                          "SMILES is written"),
+                                          "SMILES is written", needs="chemprop"),
     "features model without features": Case(["recipe", "bbbp_ffn", "dataset.molecule_features=none"],
                                             "reads molecule-level features only, and dataset.molecule_features=none "
-                                            "gives it none. Name them"),
+                                            "gives it none. Name them", needs="chemprop"),
     # data in the right format but the wrong range or size: seen before launch, not in a training step
     "image label out of range": Case(["recipe", "mnist_convnet", "dataset.root=images"],
                                      "holds label(s) 12, outside the task's 10 classes", files=_mnist_label_12),
@@ -288,6 +291,8 @@ IN_A_NEW_PROCESS = {"unknown key", "missing dataset file", "corrupt checkpoint",
                                   for name in CASES])
 def test_bad_input(name, run_ddpx, ddpx_here, tmp_path, tracking_uri, experiment):
     case = CASES[name]
+    if case.needs:
+        pytest.importorskip(case.needs, reason=f"the case's model needs {case.needs} to get as far as its message")
     case.files(tmp_path)
     store = [] if case.own_store else ["--tracking-uri", tracking_uri]
     tracking = [*store, "--experiment", experiment] if case.args[0] == "recipe" else []

@@ -7,11 +7,13 @@ answering a table through ``ddpx predict``."""
 from __future__ import annotations
 
 import json
+import math
 import random
 
 import numpy
 import pytest
 import torch
+from torch.utils.data import default_collate
 
 from ddpx.api import UserError
 
@@ -33,14 +35,18 @@ def data_dir(tmp_path, monkeypatch):
     return folder
 
 
-def small_task(*, regression: bool = False, log=print, features: str = BOTH):
+def small_task(*, regression: bool = False, log=print, features: str = BOTH, n_labels: int = 1):
     rng = random.Random(1)
     smiles = [valid_molecule(rng, i % 2 == 0) for i in range(40)] + UNPARSABLE
-    labels = [float(i % 2 == 0) for i in range(len(smiles))]
+    if n_labels == 1:
+        labels = [float(i % 2 == 0) for i in range(len(smiles))]
+    else:  # a second label with missing cells
+        labels = [(float(i % 2 == 0), float("nan") if i % 5 == 0 else float(i % 3 == 0)) for i in range(len(smiles))]
     splits = {"train": list(range(0, 30)) + [40], "dev": list(range(30, 36)) + [41], "heldout": list(range(36, 40))}
-    info = {"molecules": len(smiles), "labels": ["y"], "task_type": "regression" if regression else "classification"}
+    info = {"molecules": len(smiles), "labels": [f"y{j}" for j in range(n_labels)],
+            "task_type": "regression" if regression else "classification"}
     if regression:
-        info["target_scaler"] = {"mean": [3.0], "std": [2.0]}
+        info["target_scaler"] = {"mean": [3.0] * n_labels, "std": [2.0] * n_labels}
     data = vector_task_data(smiles, splits, {k: [labels[i] for i in v] for k, v in splits.items()}, info, "mols.csv",
                             log, features)
     return smiles, splits, data
@@ -87,6 +93,38 @@ def test_the_model_is_chemprops_head_on_standardised_features_and_answers_smiles
         assert torch.allclose(vector_outputs(model, held, BOTH), logits, atol=1e-6)  # ddpx predict, the logged model
     with pytest.raises(UserError, match="RDKit cannot parse the SMILES 'C1CC'"):
         vector_outputs(model, ["CCO", UNPARSABLE[0]], BOTH)
+
+
+def test_several_labels_with_missing_cells_give_one_output_each_and_a_masked_loss(data_dir):
+    from ddpx.rank.losses import loss_function
+
+    _, _, data = small_task(n_labels=2, features="morgan_count")
+    features, label = data.train[0]
+    assert label.shape == (2,) and math.isnan(label[1].item())  # row 0: the second label is missing
+    batch, labels = default_collate([data.train[i] for i in range(8)])
+    assert batch.shape == (8, 2048) and labels.shape == (8, 2)
+    model = build_features_ffn(DEFAULTS, data.info)
+    outputs = model(batch)
+    assert outputs.shape == (8, 2)
+    loss = loss_function("bce_with_logits")(outputs, labels)
+    assert torch.isfinite(loss), loss  # the missing cells are left out, not NaN
+
+
+def test_a_graph_model_takes_joined_features_beside_its_graph(data_dir):
+    from ddpx.plugins.smiles.dmpnn import build_dmpnn
+    from ddpx.plugins.smiles.dmpnn_spec import DMPNN_PARAMS
+    from ddpx.plugins.smiles.graphs import graph_outputs, graph_task_data
+
+    rng = random.Random(2)
+    smiles = [valid_molecule(rng, i % 2 == 0) for i in range(20)]
+    splits = {"train": list(range(12)), "dev": list(range(12, 16)), "heldout": list(range(16, 20))}
+    labels = {k: [float(i % 2 == 0) for i in v] for k, v in splits.items()}
+    data = graph_task_data(smiles, splits, labels, {"labels": ["y"], "task_type": "classification"}, "m.csv", print, BOTH)
+    (graph, features), _ = data.train[0]
+    assert features.shape == (2048 + 217,)
+    model = build_dmpnn({name: p.default for name, p in DMPNN_PARAMS.items()}, data.info).eval()
+    assert model.predictor.input_dim == 300 + 2048 + 217
+    assert graph_outputs(model, [smiles[i] for i in splits["heldout"]], molecule_features=BOTH).shape == (4,)
 
 
 def test_a_regression_features_model_answers_in_the_targets_units_in_eval_mode(data_dir):

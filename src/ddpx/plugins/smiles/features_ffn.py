@@ -1,5 +1,6 @@
 """The ``features_ffn`` model: Chemprop's feed-forward head over molecule-level features alone,
-as ``chemprop train --features-only`` did (Chemprop 1), for a task's ``"molecule_features"`` input.
+after Chemprop 1's ``--features_only`` (which also put dropout on the input, and counted its
+output layer among ``--ffn_num_layers``), for a task's ``"molecule_features"`` input.
 
 The features (``dataset.molecule_features``: RDKit descriptors, Morgan fingerprints, or both) are
 standardised with the training split's scaler (:class:`~ddpx.plugins.smiles.scaling.Standardise`,

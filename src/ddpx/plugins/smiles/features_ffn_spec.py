@@ -10,7 +10,7 @@ from ddpx.plugins.smiles.dmpnn_spec import ACTIVATIONS
 FEATURES_FFN_PARAMS = {
     "hidden_size": Param(300, "hidden width of the feed-forward layers (chemprop --ffn-hidden-dim)", minimum=1),
     "layers": Param(2, "hidden layers (chemprop --ffn-num-layers)", minimum=0),
-    "dropout": Param(0.0, "dropout before each layer (chemprop --dropout)", minimum=0, below=1),
+    "dropout": Param(0.0, "dropout between layers, not on the input (chemprop --dropout)", minimum=0, below=1),
     "activation": Param("relu", "activation between layers (chemprop --activation)", choices=ACTIVATIONS),
 }
 

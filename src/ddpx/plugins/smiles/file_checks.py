@@ -6,6 +6,7 @@ without the 3 s of torch's import, and a good job starts its ranks that much soo
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -26,10 +27,17 @@ def check_molecule_features(name: str, inputs: str) -> None:
                             "counts), v1_rdkit_2d_normalized (200 RDKit descriptors), or both: "
                             "morgan_count+v1_rdkit_2d_normalized.")
         return
-    unknown = [part for part in name.split("+") if part not in MOLECULE_FEATURIZERS]
-    if unknown:
-        raise UserError(f"dataset.molecule_features={name}: {', '.join(map(repr, unknown))} is not one of Chemprop's "
-                        f"molecule featurizers. Use {', '.join(MOLECULE_FEATURIZERS)}, several joined by '+', or none.")
+    parts = name.split("+")
+    for part in parts:
+        if part not in MOLECULE_FEATURIZERS:
+            close = difflib.get_close_matches(part, MOLECULE_FEATURIZERS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UserError(f"dataset.molecule_features={name}: {part!r} is not one of Chemprop's molecule featurizers"
+                            f"{hint}. Use {', '.join(MOLECULE_FEATURIZERS)}, several joined by '+', or none.")
+    twice = sorted({part for part in parts if parts.count(part) > 1})
+    if twice:
+        raise UserError(f"dataset.molecule_features={name} names {', '.join(twice)} twice, which would repeat the same "
+                        "columns. Name each featurizer once.")
     if inputs not in ("molecule_graph", "molecule_features"):
         raise UserError(f"dataset.molecule_features={name} adds molecule-level features beside a molecular graph, and "
                         f"this recipe's model reads {inputs or 'another input'}, not graphs. Use a graph model "
@@ -61,8 +69,9 @@ def dataset_path(params: Mapping[str, Any], default_path: Callable[[], Path | No
 def check_smiles_params(params: Mapping[str, Any], default_path: Callable[[], Path | None], missing_hint: str,
                         regression: bool = False, inputs: str = "") -> SmilesTable | None:
     """Before launch: the file exists (or will be downloaded), reads as a CSV with the needed
-    columns and both labels (or targets), RDKit is there when needed, and molecule features go to
-    a model that reads graphs (``inputs``: the model's input form); the table read, if any."""
+    columns and both labels (or targets), RDKit is there when needed, molecule features go to a
+    model that reads graphs or features, and SMILES enumeration to one that reads SMILES
+    (``inputs``: the model's input form); the table read, if any."""
     check_molecule_features(params["molecule_features"], inputs)
     check_enumeration(params, inputs)
     path = dataset_path(params, default_path)

@@ -1,6 +1,7 @@
-"""Molecule-level features beside the graph (``dataset.molecule_features``): Chemprop's molecule
-featurizers, the "extra descriptors" that ``chemprop train --molecule-featurizers`` concatenates to
-the learned molecule vector before the feed-forward head.
+"""Molecule-level features (``dataset.molecule_features``): Chemprop's molecule featurizers, the
+"extra descriptors" that ``chemprop train --molecule-featurizers`` concatenates to the learned
+molecule vector before the feed-forward head (``dmpnn``), or a model's only input
+(``features_ffn``).
 
 **Which.** ``v1_rdkit_2d_normalized`` (200 RDKit descriptors, each mapped through a fitted
 cumulative distribution into 0..1: the features of the Chemprop paper), ``v1_rdkit_2d`` (the same
@@ -85,11 +86,19 @@ def _write(rows: np.ndarray, path: Path) -> None:
         Path(temporary).unlink(missing_ok=True)
 
 
-def fit_feature_scaler(rows: np.ndarray) -> dict[str, list[float]]:
-    """Each feature's mean and standard deviation over ``rows`` (the training molecules); a
-    feature that never varies gets a deviation of 1."""
-    values = np.asarray(rows, dtype=np.float64)
-    mean, std = values.mean(axis=0), values.std(axis=0)
+def fit_feature_scaler(rows: np.ndarray, chunk: int = 4096) -> dict[str, list[float]]:
+    """Each feature's mean and standard deviation over ``rows`` (the training molecules), summed
+    in float64 a chunk of rows at a time (a wide table is never copied whole); a feature that
+    never varies gets a deviation of 1."""
+    n = len(rows)
+    total = np.zeros(rows.shape[1], dtype=np.float64)
+    for start in range(0, n, chunk):
+        total += np.asarray(rows[start:start + chunk], dtype=np.float64).sum(axis=0)
+    mean = total / n
+    squares = np.zeros_like(mean)
+    for start in range(0, n, chunk):
+        squares += ((np.asarray(rows[start:start + chunk], dtype=np.float64) - mean) ** 2).sum(axis=0)
+    std = np.sqrt(squares / n)
     return {"mean": mean.tolist(), "std": np.where(std > 0, std, 1.0).tolist()}
 
 

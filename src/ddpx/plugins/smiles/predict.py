@@ -4,7 +4,7 @@
     predictor.predict_proba(["CCO", "c1ccccc1N"])   # probabilities of label 1
 
 The tasks' :class:`~ddpx.api.TablePredictor` does the same for a table with a ``smiles`` column
-(``ddpx predict``, the logged MLflow model), for token and graph models alike: a ``probability``
+(``ddpx predict``, the logged MLflow model), for token, graph and features models alike: a ``probability``
 of each label from a classifier, a ``prediction`` in the targets' own units from a regression
 model.
 """

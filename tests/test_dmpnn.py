@@ -61,7 +61,9 @@ def data_dir(tmp_path, monkeypatch) -> Path:
     return folder
 
 
-def small_task(n_labels: int = 1, *, regression: bool = False, log=print, molecule_features: str = "none"):
+def small_molecules(n_labels: int = 1, regression: bool = False):
+    """42 molecules (the last two unparsable), their splits, each split's labels (a second label
+    with missing cells when ``n_labels`` is 2) and the task's info."""
     rng = random.Random(1)
     smiles = [valid_molecule(rng, i % 2 == 0) for i in range(40)] + UNPARSABLE
     if n_labels == 1:
@@ -73,9 +75,12 @@ def small_task(n_labels: int = 1, *, regression: bool = False, log=print, molecu
             "task_type": "regression" if regression else "classification"}
     if regression:
         info["target_scaler"] = {"mean": [3.0] * n_labels, "std": [2.0] * n_labels}
-    data = graph_task_data(smiles, splits, {k: [labels[i] for i in v] for k, v in splits.items()}, info, "mols.csv", log,
-                           molecule_features)
-    return smiles, splits, data
+    return smiles, splits, {k: [labels[i] for i in v] for k, v in splits.items()}, info
+
+
+def small_task(n_labels: int = 1, *, regression: bool = False, log=print, molecule_features: str = "none"):
+    smiles, splits, labels, info = small_molecules(n_labels, regression)
+    return smiles, splits, graph_task_data(smiles, splits, labels, info, "mols.csv", log, molecule_features)
 
 
 def test_graphs_are_chemprops_featurization_and_unparsable_molecules_leave_their_split(data_dir):

@@ -22,7 +22,7 @@ chemprop = pytest.importorskip("chemprop", reason="the features model needs Chem
 from ddpx.plugins.smiles.features_ffn import build_features_ffn  # noqa: E402
 from ddpx.plugins.smiles.features_ffn_spec import FEATURES_FFN_PARAMS  # noqa: E402
 from ddpx.plugins.smiles.vectors import vector_outputs, vector_task_data  # noqa: E402
-from test_dmpnn import UNPARSABLE, valid_molecule, write_graph_csv  # noqa: E402
+from test_dmpnn import UNPARSABLE, small_molecules, valid_molecule, write_graph_csv  # noqa: E402
 
 DEFAULTS = {name: param.default for name, param in FEATURES_FFN_PARAMS.items()}
 BOTH = "morgan_count+rdkit_2d"
@@ -36,20 +36,8 @@ def data_dir(tmp_path, monkeypatch):
 
 
 def small_task(*, regression: bool = False, log=print, features: str = BOTH, n_labels: int = 1):
-    rng = random.Random(1)
-    smiles = [valid_molecule(rng, i % 2 == 0) for i in range(40)] + UNPARSABLE
-    if n_labels == 1:
-        labels = [float(i % 2 == 0) for i in range(len(smiles))]
-    else:  # a second label with missing cells
-        labels = [(float(i % 2 == 0), float("nan") if i % 5 == 0 else float(i % 3 == 0)) for i in range(len(smiles))]
-    splits = {"train": list(range(0, 30)) + [40], "dev": list(range(30, 36)) + [41], "heldout": list(range(36, 40))}
-    info = {"molecules": len(smiles), "labels": [f"y{j}" for j in range(n_labels)],
-            "task_type": "regression" if regression else "classification"}
-    if regression:
-        info["target_scaler"] = {"mean": [3.0] * n_labels, "std": [2.0] * n_labels}
-    data = vector_task_data(smiles, splits, {k: [labels[i] for i in v] for k, v in splits.items()}, info, "mols.csv",
-                            log, features)
-    return smiles, splits, data
+    smiles, splits, labels, info = small_molecules(n_labels, regression)
+    return smiles, splits, vector_task_data(smiles, splits, labels, info, "mols.csv", log, features)
 
 
 def chemprops_features(smiles: str) -> numpy.ndarray:

@@ -17,12 +17,11 @@ import numpy
 import torch
 from torch.utils.data import Dataset
 
-from ddpx.api import TaskData, UserError
+from ddpx.api import TaskData
 from ddpx.plugins.smiles.graph_cache import FEATURIZER, PackedGraphs, cached_graphs, featurize
 from ddpx.plugins.smiles.molecule_features import SCALER_KEY, cached_molecule_features, compute_features, fit_feature_scaler
 from ddpx.plugins.smiles.params import NO_FEATURES
-
-SPLIT_NAMES = {"train": "training", "dev": "dev", "heldout": "held-out"}
+from ddpx.plugins.smiles.parsed_rows import model_device, parsed_splits, refuse_unparsed
 
 
 class GraphWithFeatures(NamedTuple):
@@ -74,20 +73,10 @@ def graph_task_data(smiles: list[str], splits: dict[str, Sequence[int]], labels:
     split's feature scaler)."""
     graphs = cached_graphs(smiles, log)
     features = None if molecule_features == NO_FEATURES else cached_molecule_features(smiles, molecule_features, log)
-    datasets, dropped = {}, {}
-    for name in ("train", "dev", "heldout"):
-        rows = list(splits[name])
-        keep = [k for k, row in enumerate(rows) if graphs.parsed[row]]
-        dropped[name] = len(rows) - len(keep)
-        if not keep:
-            raise UserError(f"{source}: none of the {len(rows)} molecule(s) of the {SPLIT_NAMES[name]} split can be read "
-                            "by RDKit, so a graph model has nothing to train or score there. Fix the SMILES, or use a "
-                            "model that reads SMILES tokens (model.name=smiles_rnn).")
-        datasets[name] = GraphDataset(graphs, [rows[k] for k in keep], [labels[name][k] for k in keep], features)
-    if any(dropped.values()):
-        where = ", ".join(f"{SPLIT_NAMES[name]} {count}" for name, count in dropped.items())
-        log(f"skipped {sum(dropped.values())} molecule(s) RDKit cannot parse ({where}): a graph model has no graph "
-            "for them, so they are left out of their split.")
+    kept = parsed_splits(splits, labels, graphs.parsed, source, log,
+                         empty="so a graph model has nothing to train or score there.",
+                         skipped="a graph model has no graph for them, so they are left out of their split.")
+    datasets = {name: GraphDataset(graphs, rows, split_labels, features) for name, (rows, split_labels) in kept.items()}
     info = {**info, "inputs": "molecule_graph", "featurizer": FEATURIZER, "atom_features": graphs.atom_fdim,
             "bond_features": graphs.bond_fdim}
     if features is not None:
@@ -95,11 +84,6 @@ def graph_task_data(smiles: list[str], splits: dict[str, Sequence[int]], labels:
         info[SCALER_KEY] = fit_feature_scaler(features[datasets["train"].rows])
     return TaskData(train=datasets["train"], dev=datasets["dev"], heldout=datasets["heldout"], info=info,
                     collate_fn=collate_graphs, source=source)
-
-
-def model_device(model: torch.nn.Module) -> torch.device:
-    parameter = next(model.parameters(), None)
-    return parameter.device if parameter is not None else torch.device("cpu")
 
 
 def batch_to(batch, device: torch.device):
@@ -116,11 +100,7 @@ def graph_outputs(model: torch.nn.Module, smiles: list[str], batch_size: int = 2
     each SMILES, on the CPU, with the ``molecule_features`` the model was trained with; a SMILES
     RDKit cannot parse is a :class:`UserError` naming it."""
     graphs = featurize(smiles)
-    unparsed = [s for s, ok in zip(smiles, graphs.parsed) if not ok]
-    if unparsed:
-        more = f" (and {len(unparsed) - 1} more)" if len(unparsed) > 1 else ""
-        raise UserError(f"RDKit cannot parse the SMILES {unparsed[0]!r}{more}, so the graph model has no graph for "
-                        "it. Fix or remove it.")
+    refuse_unparsed(smiles, graphs.parsed, "so the graph model has no graph for it.")
     dataset = GraphDataset(graphs, range(len(smiles)), [0.0] * len(smiles),
                            None if molecule_features == NO_FEATURES else compute_features(smiles, molecule_features))
     was_training = model.training

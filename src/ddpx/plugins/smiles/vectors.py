@@ -17,10 +17,14 @@ import numpy
 import torch
 from torch.utils.data import Dataset
 
-from ddpx.api import TaskData, UserError
+from ddpx.api import TaskData
 from ddpx.plugins.smiles.molecule_features import SCALER_KEY, cached_molecule_features, compute_features, fit_feature_scaler
+from ddpx.plugins.smiles.parsed_rows import model_device, parsed_splits, refuse_unparsed
 
-SPLIT_NAMES = {"train": "training", "dev": "dev", "heldout": "held-out"}
+
+def parsed_molecules(features: numpy.ndarray) -> numpy.ndarray:
+    """Which molecules RDKit parsed: one it cannot parse has a row of NaN."""
+    return ~numpy.isnan(features[:, 0])
 
 
 class FeatureDataset(Dataset):
@@ -44,21 +48,10 @@ def vector_task_data(smiles: list[str], splits: dict[str, Sequence[int]], labels
     ``info`` gains ``inputs`` ("molecule_features"), ``molecule_features`` and the training
     split's feature scaler, which the model standardises its input with."""
     features = cached_molecule_features(smiles, molecule_features, log)
-    parsed = ~numpy.isnan(features[:, 0])  # a molecule RDKit cannot parse has a row of NaN
-    datasets, dropped = {}, {}
-    for name in ("train", "dev", "heldout"):
-        rows = list(splits[name])
-        keep = [k for k, row in enumerate(rows) if parsed[row]]
-        dropped[name] = len(rows) - len(keep)
-        if not keep:
-            raise UserError(f"{source}: none of the {len(rows)} molecule(s) of the {SPLIT_NAMES[name]} split can be read "
-                            "by RDKit, so it has no molecule features to train or score on. Fix the SMILES, or use a "
-                            "model that reads SMILES tokens (model.name=smiles_rnn).")
-        datasets[name] = FeatureDataset(features, [rows[k] for k in keep], [labels[name][k] for k in keep])
-    if any(dropped.values()):
-        where = ", ".join(f"{SPLIT_NAMES[name]} {count}" for name, count in dropped.items())
-        log(f"skipped {sum(dropped.values())} molecule(s) RDKit cannot parse ({where}): they have no molecule "
-            "features, so they are left out of their split.")
+    kept = parsed_splits(splits, labels, parsed_molecules(features), source, log,
+                         empty="so it has no molecule features to train or score on.",
+                         skipped="they have no molecule features, so they are left out of their split.")
+    datasets = {name: FeatureDataset(features, rows, split_labels) for name, (rows, split_labels) in kept.items()}
     info = {**info, "inputs": "molecule_features", "molecule_features": molecule_features,
             SCALER_KEY: fit_feature_scaler(features[datasets["train"].rows])}
     return TaskData(train=datasets["train"], dev=datasets["dev"], heldout=datasets["heldout"], info=info, source=source)
@@ -70,15 +63,10 @@ def vector_outputs(model: torch.nn.Module, smiles: list[str], molecule_features:
     """The model's eval-mode outputs for each SMILES, on the CPU; a SMILES RDKit cannot parse is
     a :class:`UserError` naming it."""
     features = compute_features(smiles, molecule_features)
-    unparsed = [s for s, row in zip(smiles, features) if numpy.isnan(row[0])]
-    if unparsed:
-        more = f" (and {len(unparsed) - 1} more)" if len(unparsed) > 1 else ""
-        raise UserError(f"RDKit cannot parse the SMILES {unparsed[0]!r}{more}, so it has no molecule features. "
-                        "Fix or remove it.")
+    refuse_unparsed(smiles, parsed_molecules(features), "so it has no molecule features.")
     was_training = model.training
     model.eval()
-    parameter = next(model.parameters(), None)
-    device = parameter.device if parameter is not None else torch.device("cpu")
+    device = model_device(model)
     try:
         outputs = [model(torch.from_numpy(features[start:start + batch_size]).to(device)).float().cpu()
                    for start in range(0, len(smiles), batch_size)]

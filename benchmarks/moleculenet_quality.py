@@ -121,28 +121,47 @@ def heldout_predictions(path: Path) -> dict[str, list[float]] | None:
         return None
     with path.open(newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    return {name: [float(r[name]) if r[name] != "" else math.nan for r in rows] for name in rows[0]} if rows else None
+    if not rows:
+        return None
+    columns = {name: [float(r[name]) if r[name] != "" else math.nan for r in rows] for name in rows[0]}
+    return with_exact_probabilities(columns)
 
 
-def score_pairs(columns: dict[str, list[float]]) -> list[tuple[str, str]]:
-    """``(target column, score column)`` per label: ``target_X`` beside ``probability_X`` or ``prediction_X``."""
-    pairs = []
-    for name in columns:
-        for kind in ("probability", "prediction"):
+def with_exact_probabilities(columns: dict[str, list[float]]) -> dict[str, list[float]]:
+    """Where a file has the logits, its probabilities computed from them in float64: files written
+    before 2026-11-26 hold float32 probabilities, 1.0 from a logit of about 17 on (ties the model
+    does not make)."""
+    from ddpx.records.label_reports import probabilities_of
+
+    for name in [n for n in columns if n == "logit" or n.startswith("logit_")]:
+        probability = "probability" + name[len("logit"):]
+        if probability in columns:
+            columns[probability] = probabilities_of(columns[name]).tolist()
+    return columns
+
+
+def score_pairs(columns: dict[str, list[float]],
+                kinds: tuple[str, ...] = ("probability", "prediction")) -> list[tuple[str, str]]:
+    """``(target column, score column)`` per label: ``target_X`` beside ``probability_X`` or ``prediction_X``
+    (the first of ``kinds`` a label has)."""
+    pairs: dict[str, str] = {}
+    for kind in kinds:
+        for name in columns:
             if name == kind or name.startswith(kind + "_"):
-                pairs.append(("target" + name[len(kind):], name))
-    return pairs
+                pairs.setdefault("target" + name[len(kind):], name)
+    return [(target, pairs[target]) for target in sorted(pairs, key=list(columns).index)]
 
 
 def metric_of(columns: dict[str, list[float]], metric: str) -> float | None:
     """The held-out metric from prediction columns, as ddpx computes it: ROC-AUC per label over the
-    molecules that have it (ddpx's own ``label_scores``: labels with one class left out), RMSE per
-    target; the mean over labels."""
+    molecules that have it (ddpx's own ``label_scores``: labels with one class left out; on the
+    logits where the file has them, the scores the run ranked), RMSE per target; the mean over
+    labels."""
     import numpy as np
 
     from ddpx.records.label_reports import label_scores
 
-    pairs = score_pairs(columns)
+    pairs = score_pairs(columns, ("logit", "probability", "prediction"))
     targets = np.array([columns[t] for t, _ in pairs]).T
     scores = np.array([columns[s] for _, s in pairs]).T
     if metric == "roc_auc":
@@ -193,7 +212,7 @@ def averaged(tables: list[dict[str, list[float]]]) -> dict[str, list[float]] | N
                 np.array_equal(np.asarray(table[t]), first, equal_nan=True) for (t, _), first in zip(pairs, targets)):
             print("ensemble left out: the predictions are not of the same held-out molecules", file=sys.stderr)
             return None
-    result = dict(tables[0])
+    result = {name: column for name, column in tables[0].items() if not (name == "logit" or name.startswith("logit_"))}
     for _, score_name in pairs:
         result[score_name] = list(np.mean([t[score_name] for t in tables], axis=0))
     return result

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from sklearn.metrics import accuracy_score, confusion_matrix
+from sklearn.metrics import accuracy_score, confusion_matrix, roc_auc_score
 
 from ddpx.records.reports import confusion_counts
 from ddpx.plugins.metrics import accuracy
@@ -72,3 +72,33 @@ def test_rank_zero_imports_what_its_metric_needs_before_training(task, imported)
         "print('sklearn.metrics' in sys.modules)\n"
     )
     assert out.strip() == str(imported)
+
+
+@pytest.mark.parametrize("labels", [1, 3])
+def test_the_predictions_file_ranks_confident_molecules_as_the_metric_did(tmp_path, labels):
+    """Logits of 17 and more read 1.0 as float32 probabilities: the file keeps the logits and
+    float64 probabilities, so the held-out ROC-AUC recomputed from it is the run's, to every digit."""
+    import csv
+    import types
+
+    import torch
+
+    from ddpx.plugins.metrics import roc_auc
+    from ddpx.records.reports import heldout_reports
+
+    logits = np.tile(np.array([17.5, 18.0, 19.0, 20.0, 21.0, 22.5, 3.0, -2.0], dtype=np.float32)[:, None], (1, labels))
+    targets = np.tile(np.array([1, 0, 1, 0, 1, 1, 0, 1], dtype=np.float32)[:, None], (1, labels))
+    assert len(set(torch.sigmoid(torch.from_numpy(logits[:6, 0])).tolist())) == 1  # float32: six ties at 1.0
+    value = roc_auc(targets, logits) if labels > 1 else roc_auc(targets[:, 0], logits[:, 0])
+    shape = (lambda a: a) if labels > 1 else (lambda a: a[:, 0])
+    preds = types.SimpleNamespace(outputs=torch.from_numpy(shape(logits)), targets=torch.from_numpy(shape(targets)))
+    names = [f"L{j}" for j in range(labels)]
+    files = heldout_reports(preds, "bce_with_logits", {"labels": names} if labels > 1 else {}, tmp_path)
+    rows = list(csv.DictReader((tmp_path / "heldout_predictions.csv").open(newline="")))
+    suffixes = [f"_{n}" for n in names] if labels > 1 else [""]
+    for s in suffixes:
+        probabilities = [float(r["probability" + s]) for r in rows]
+        assert len(set(probabilities)) == 8 and max(probabilities) < 1.0
+        again = roc_auc_score([int(r["target" + s]) for r in rows], [float(r["logit" + s]) for r in rows])
+        assert again == value and roc_auc_score([int(r["target" + s]) for r in rows], probabilities) == value
+    assert all(f.stat().st_size > 0 for f in files)

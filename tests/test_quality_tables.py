@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sklearn.metrics import roc_auc_score
+
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "moleculenet_quality.py"
 
 
@@ -82,6 +84,26 @@ def test_the_ensemble_averages_each_molecules_probabilities_over_the_seeds(tmp_p
     assert quality.ensemble_value(rows) == 1.0
     rows[1]["value"] = 0.7  # a predictions file that does not give its run's value: no ensemble
     assert quality.ensemble_value(rows) is None
+
+
+def test_a_file_with_logits_is_checked_on_them_and_averaged_on_exact_probabilities(tmp_path):
+    """Files written before the probabilities were float64 hold float32 ones, 1.0 (or one step
+    below) from a logit of about 17 on: the seed's check ranks its logits, and the ensemble averages
+    the probabilities computed from them (the saturated ones tie)."""
+    import numpy as np
+    import torch
+
+    quality = quality_module()
+    targets = [1, 0, 1, 0]
+    logits = [[17.0, 17.0, 18.0, -3.0], [18.0, 17.0, 17.0, 1.0]]  # each seed 0.875 (one tie)
+    float32 = [torch.sigmoid(torch.tensor(seed)).tolist() for seed in logits]
+    tables = [quality.heldout_predictions(predictions_file(tmp_path / f"{i}.csv", ["target_A", "logit_A", "probability_A"],
+                                                           [list(row) for row in zip(targets, seed, probability)]))
+              for i, (seed, probability) in enumerate(zip(logits, float32))]
+    assert [quality.metric_of(t, "roc_auc") for t in tables] == [0.875, 0.875]
+    rows = [{"seed": i, "metric": "roc_auc", "value": 0.875, "predictions": t} for i, t in enumerate(tables)]
+    saturated = roc_auc_score(targets, np.mean(float32, axis=0))
+    assert quality.ensemble_value(rows) == 1.0 != saturated  # 18 and 17 apart in float64; tied in float32
 
 
 def test_the_ensemble_of_a_regression_averages_the_predicted_values(tmp_path):

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ddpx.records.label_reports import label_reports
+from ddpx.records.label_reports import label_reports, probabilities_of
 from ddpx.records.regression_reports import regression_reports
 from ddpx.records.report_files import new_figure, predictions_csv, save_figure
 
@@ -92,7 +92,7 @@ def heldout_reports(predictions: Any, loss: str, info: Mapping[str, Any], folder
                              folder)
     if loss == "bce_with_logits":
         logits = outputs.reshape(-1)
-        probability = torch.sigmoid(logits).numpy()
+        probability = probabilities_of(logits.numpy())
         targets = targets.astype(np.int64)  # 0/1 labels, stored as floats for the loss
         return [roc_curve_png(targets, probability, folder / "heldout_roc_curve.png"),
                 predictions_csv(["target", "logit", "probability"], [targets, logits.numpy(), probability],

@@ -40,8 +40,9 @@ class SmilesPredictor:
 
     @torch.no_grad()
     def predict_proba(self, smiles: Sequence[str], batch_size: int = 256) -> list:
-        """The probability of label 1 per molecule (with several labels, a list per molecule)."""
-        return torch.sigmoid(self.outputs(smiles, batch_size)).tolist()
+        """The probability of label 1 per molecule (with several labels, a list per molecule), in float64:
+        in float32 every logit from about 17 on reads 1.0, and confident molecules would tie."""
+        return torch.sigmoid(self.outputs(smiles, batch_size).double()).tolist()
 
     @torch.no_grad()
     def outputs(self, smiles: Sequence[str], batch_size: int = 256) -> torch.Tensor:
@@ -74,7 +75,7 @@ def predict_table(model: torch.nn.Module, info, table):
     out = table[[SMILES_COLUMN]].copy()
     outputs = model_outputs(model.eval(), info, [str(s) for s in table[SMILES_COLUMN]])
     regression = info.get("task_type") == "regression"
-    values = (outputs if regression else torch.sigmoid(outputs)).tolist()
+    values = (outputs if regression else torch.sigmoid(outputs.double())).tolist()  # float64: see predict_proba
     column = "prediction" if regression else "probability"
     labels = info.get("labels") or []
     if len(labels) > 1:  # one column per label

@@ -143,8 +143,10 @@ def test_a_search_stopped_mid_trial_resumes_and_ends_with_its_trials(tmp_path, t
         if trial_one_done and line.startswith("epoch 1/2"):
             first.send_signal(signal.SIGTERM)
             break
-    first.communicate(timeout=120)
+    _, stopped = first.communicate(timeout=120)
     assert first.returncode == 130
+    assert "continue the search with the same command and --resume" in stopped, stopped
+    assert "ddpx recipe" not in stopped, "the hint is the search's, not one trial's `ddpx recipe --resume auto`"
 
     resumed = subprocess.run([*args, "--resume"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr

@@ -3,6 +3,7 @@ Optuna search)."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -142,8 +143,10 @@ def sweep_command(name, grid, dry_run, search, trials, sampler, pruner, pruner_w
     first = sweep.trials[0].job
     click.echo(f"ddpx: sweep of {sweep.trials[0].recipe.name}, {len(sweep.trials)} trial(s) on {first.world_size} "
                f"rank(s) each{at_once(slots)}, launcher {first.launch.launcher}, backend {first.launch.backend}")
-    run_sweep(registry, sweep, report=print_trial, warn=lambda text: click.echo(f"Warning: {text}", err=True),
-              slots=slots)
+    with continue_hint("A grid sweep has no --resume: the same command runs every trial again (leave the finished "
+                       "values out of the grid to run only the rest)."):
+        run_sweep(registry, sweep, report=print_trial, warn=lambda text: click.echo(f"Warning: {text}", err=True),
+                  slots=slots)
     print_trials(sweep, title=f"ddpx sweep {sweep.trials[0].recipe.name}")
     raise_if_failed(sweep)
 
@@ -180,11 +183,27 @@ def search_command(registry, name, grid, settings, options, dry_run, parallel=1)
                f"{first.job.world_size} rank(s) each{at_once(slots)}, sampler {options.sampler}, pruner {options.pruner}; "
                f"study {study.study_name} in {search.storage}")
     pictures = Path(search.settings.runs_dir or DEFAULT_ROOT).resolve() / f"search-{study.study_name}"
-    run_sweep(registry, search.sweep, report=print_trial, warn=lambda text: click.echo(f"Warning: {text}", err=True),
-              source=StudyTrials(registry, search, study), extra_params=search_params(search, study),
-              artifacts=lambda: study_pictures(study, pictures), parent_run_id=parent_run_of(study), slots=slots)
+    with continue_hint(f"The study {study.study_name} in {search.storage} keeps the trials that ended: continue "
+                       "the search with the same command and --resume (the interrupted trial runs again with its "
+                       "values)."):
+        run_sweep(registry, search.sweep, report=print_trial, warn=lambda text: click.echo(f"Warning: {text}", err=True),
+                  source=StudyTrials(registry, search, study), extra_params=search_params(search, study),
+                  artifacts=lambda: study_pictures(study, pictures), parent_run_id=parent_run_of(study), slots=slots)
     print_trials(search.sweep, title=f"ddpx sweep {first.recipe.name} (search)")
     raise_if_failed(search.sweep)
+
+
+@contextmanager
+def continue_hint(how: str):
+    """Ctrl-C or SIGTERM during a sweep: say how to continue the sweep, not the trial's run (a
+    trial's own message points at `ddpx recipe --resume auto`, which would train that one trial)."""
+    try:
+        yield
+    except JobFailed as exc:
+        if exc.exit_code != 130:
+            raise
+        raise JobFailed("the sweep was interrupted: every rank of the running trial(s) was stopped and each trial's "
+                        f"run marked KILLED. {how}", 130) from None
 
 
 def raise_if_failed(sweep) -> None:

@@ -133,11 +133,16 @@ def with_exact_probabilities(columns: dict[str, list[float]]) -> dict[str, list[
     does not make)."""
     from ddpx.records.label_reports import probabilities_of
 
-    for name in [n for n in columns if n == "logit" or n.startswith("logit_")]:
+    for name in [n for n in columns if of_kind(n, "logit")]:
         probability = "probability" + name[len("logit"):]
         if probability in columns:
             columns[probability] = probabilities_of(columns[name]).tolist()
     return columns
+
+
+def of_kind(name: str, kind: str) -> bool:
+    """Whether a predictions column holds ``kind`` (``probability``, or ``probability_<label>``)."""
+    return name == kind or name.startswith(kind + "_")
 
 
 def score_pairs(columns: dict[str, list[float]],
@@ -147,7 +152,7 @@ def score_pairs(columns: dict[str, list[float]],
     pairs: dict[str, str] = {}
     for kind in kinds:
         for name in columns:
-            if name == kind or name.startswith(kind + "_"):
+            if of_kind(name, kind):
                 pairs.setdefault("target" + name[len(kind):], name)
     return [(target, pairs[target]) for target in sorted(pairs, key=list(columns).index)]
 
@@ -212,7 +217,7 @@ def averaged(tables: list[dict[str, list[float]]]) -> dict[str, list[float]] | N
                 np.array_equal(np.asarray(table[t]), first, equal_nan=True) for (t, _), first in zip(pairs, targets)):
             print("ensemble left out: the predictions are not of the same held-out molecules", file=sys.stderr)
             return None
-    result = {name: column for name, column in tables[0].items() if not (name == "logit" or name.startswith("logit_"))}
+    result = {name: column for name, column in tables[0].items() if not of_kind(name, "logit")}
     for _, score_name in pairs:
         result[score_name] = list(np.mean([t[score_name] for t in tables], axis=0))
     return result

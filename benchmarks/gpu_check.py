@@ -22,6 +22,9 @@ or, for the throughput ratio, beside a plain PyTorch loop in this process:
   process (the median of 5 windows of 200 steps): the CIFAR stem with channels-last and
   ``torch.compile`` on and off (the goal: a ratio of at least 0.97; the row prints both spreads),
   and the recipe's default ImageNet stem, shown and not judged (its step is launch-bound);
+- **a step, traced**: ``torch.profiler`` over 20 steps of ddpx (``train.profile_steps``) and of the
+  plain loop (the CIFAR stem, channels-last): the host's and the device's milliseconds per step,
+  shown, not judged; ``--out DIR`` keeps both operator tables (``ddpx_ops.txt``, ``plain_ops.txt``);
 - **molecules/s**: ``bbbp_rnn`` and ``bbbp_dmpnn`` training throughput on the GPU against the CPU.
 
 ``--dry`` runs every row on the CPU with tiny sizes (gloo), so the script keeps working between
@@ -37,6 +40,8 @@ import json
 import math
 import os
 import platform
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -45,6 +50,7 @@ import time
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import Iterator
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the small real-format file writers the tests use
@@ -67,6 +73,7 @@ class Run:
     epochs: list
     wall_s: float
     devices: list
+    folder: Path
 
 
 def ddpx(recipe: str, overrides: list[str], workdir: Path, *, nproc: int = 1, backend: str = "auto",
@@ -85,7 +92,7 @@ def ddpx(recipe: str, overrides: list[str], workdir: Path, *, nproc: int = 1, ba
     (run_dir,) = set((workdir / "ddpx-runs").glob("*")) - before
     epochs = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
     devices = [json.loads(p.read_text()) for p in sorted(probe.glob("rank-*.json"))]
-    return Run(json.loads((run_dir / "summary.json").read_text()), epochs, wall, devices)
+    return Run(json.loads((run_dir / "summary.json").read_text()), epochs, wall, devices, run_dir)
 
 
 def heldout(run: Run) -> float:
@@ -105,10 +112,10 @@ def cpu_env() -> dict:
 class Checks:
     """The rows, each a method; ``dry`` runs them on the CPU with tiny sizes."""
 
-    def __init__(self, dry: bool, data: Path | None, workdir: Path):
+    def __init__(self, dry: bool, data: Path | None, workdir: Path, out: Path | None = None):
         import torch
 
-        self.dry, self.data, self.workdir = dry, data, workdir
+        self.dry, self.data, self.workdir, self.out = dry, data, workdir, out
         self.gpus = 0 if dry else torch.cuda.device_count()
         self.mlp = [f"train.max_epochs={1 if dry else 2}", *(["dataset.train_size=800", "dataset.dev_size=200", "dataset.heldout_size=200",
                                               "dataset.dim_in=64", "train.batch_size=32"] if dry else [])]
@@ -217,18 +224,17 @@ class Checks:
             torch.cuda.set_sync_debug_mode("default")
         return [Row(check, "no wait in 4 batches", "PASS", "CUDA sync debug mode: error")]
 
-    def resnet_throughput(self) -> list[Row]:
+    def resnet_throughput(self) -> Iterator[Row]:
         from gpu_check_loops import plain_resnet_rates
         from image_files import write_cifar10
 
         n, batch, n_test = (100, 16, 20) if self.dry else (50000, 256, 100)  # CIFAR-10's 50 000: 195 steps an epoch
         root = write_cifar10(self.workdir / "cifar", n_per_batch=n // 5, n_test=n_test)
-        rows = []
         for stem, channels_last, compile_ in RESNET_ROWS:
             name = (f"ResNet-18, {stem} stem, channels-last {'on' if channels_last else 'off'}, torch.compile "
                     f"{'on' if compile_ else 'off'}")
             if self.dry and (stem, channels_last, compile_) != RESNET_ROWS[0]:  # on a dry run one row walks the path
-                rows.append(Row(name, "not run", "SKIP", "dry: CPU"))
+                yield Row(name, "not run", "SKIP", "dry: CPU")
                 continue
             keys = [f"dataset.root={root}", "dataset.verify=false", f"train.max_epochs={1 if self.dry else 4}",
                     f"train.batch_size={batch}", f"model.stem={stem}", f"train.channels_last={str(channels_last).lower()}",
@@ -248,18 +254,41 @@ class Checks:
                    " (not judged: launch-bound, so the host's speed, not ddpx, sets the ratio)")
             spread = (f"; epochs {min(timed):,.0f}–{max(timed):,.0f}, plain windows "
                       f"{min(plain_windows):,.0f}–{max(plain_windows):,.0f}")
-            rows.append(Row(name, f"{ours:,.0f} vs {plain:,.0f} images/s ({ratio:.2f})", status,
-                            f"{self.where}; ddpx against a plain DDP loop, medians, goal >= 0.97" + spread + why))
-        return rows
+            yield Row(name, f"{ours:,.0f} vs {plain:,.0f} images/s ({ratio:.2f})", status,
+                      f"{self.where}; ddpx against a plain DDP loop, medians, goal >= 0.97" + spread + why)
 
-    def molecules(self) -> list[Row]:
+    def resnet_profile(self) -> Iterator[Row]:
+        """ddpx's step and the plain loop's, each traced by ``torch.profiler`` (ddpx through
+        ``train.profile_steps``): where the host's and the device's time per step go."""
+        from gpu_check_loops import plain_resnet_profile
+        from image_files import write_cifar10
+
+        n, batch, steps = (100, 8, 2) if self.dry else (50000, 256, 20)
+        root = write_cifar10(self.workdir / "cifar-profile", n_per_batch=n // 5, n_test=20 if self.dry else 100)
+        keys = [f"dataset.root={root}", "dataset.verify=false", f"train.max_epochs={2 if self.dry else 1}",
+                f"train.batch_size={batch}", "model.stem=cifar", "train.channels_last=true", "train.patience=0",
+                f"train.profile_steps={steps}", *(["train.precision=bf16"] if self.gpus else [])]
+        ours = self.run("cifar10_resnet18", keys).folder / "profile" / "ops.txt"
+        plain = plain_resnet_profile(batch, stem="cifar", steps=steps, channels_last=True, bf16=bool(self.gpus),
+                                     folder=self.workdir / "plain-profile")
+        kept = []
+        if self.out:
+            for side, path in (("ddpx", ours), ("plain", plain)):
+                kept.append(self.out / f"{side}_ops.txt")
+                shutil.copy(path, kept[-1])
+        (host, device), (plain_host, plain_device) = per_step(ours), per_step(plain)
+        devices = f", device {device:.2f} vs {plain_device:.2f} ms" if device is not None else ""
+        yield Row("ResNet-18 step traced: ddpx against the plain loop", f"host {host:.2f} vs {plain_host:.2f} ms"
+                  + devices + " per step", "INFO", f"{self.where}; cifar stem, channels-last, {steps} steps each; "
+                  + (", ".join(str(p) for p in kept) if kept else "--out DIR keeps both operator tables"))
+
+    def molecules(self) -> Iterator[Row]:
         bbbp = next((p for p in (self.data / "bbbp" / "BBBP.csv", self.data / "BBBP.csv") if p.is_file()), None) \
             if self.data else None
         if bbbp is None:
             from smiles_files import write_smiles_csv
 
             bbbp = write_smiles_csv(self.workdir / "mols.csv", n=200)
-        rows = []
         for recipe in ("bbbp_rnn", "bbbp_dmpnn"):
             keys = [f"dataset.path={bbbp}", "dataset.split=random", f"train.max_epochs={1 if self.dry else 2}",
                     "train.patience=0"]
@@ -267,12 +296,17 @@ class Checks:
                 here = self.run(recipe, keys)
                 cpu = self.on_cpu(recipe, keys)
             except RuntimeError as exc:
-                rows.append(Row(f"{recipe}: molecules/s", "not run", "SKIP", str(exc)[:120]))
+                yield Row(f"{recipe}: molecules/s", "not run", "SKIP", str(exc)[:120])
                 continue
             fast, slow = here.epochs[-1]["samples_per_s"], cpu.epochs[-1]["samples_per_s"]
-            rows.append(Row(f"{recipe}: molecules/s", f"{fast:,.0f} vs {slow:,.0f} on 1 CPU rank ({fast / slow:.1f}x)",
-                            "PASS", f"{self.where}; {bbbp.name}"))
-        return rows
+            yield Row(f"{recipe}: molecules/s", f"{fast:,.0f} vs {slow:,.0f} on 1 CPU rank ({fast / slow:.1f}x)",
+                      "PASS", f"{self.where}; {bbbp.name}")
+
+
+def per_step(ops: Path) -> tuple[float, float | None]:
+    """The host's and the device's milliseconds per step from the head of a ``profile/ops.txt``."""
+    found = re.search(r"per step: ([\d.]+) ms on the host(?:, ([\d.]+) ms of device kernels)?", ops.read_text())
+    return float(found.group(1)), float(found.group(2)) if found.group(2) else None
 
 
 def table(rows: list[Row]) -> str:
@@ -287,25 +321,29 @@ def main() -> int:
     parser.add_argument("--data", type=Path, help="a folder holding mnist/ and bbbp/BBBP.csv (../shared/data)")
     parser.add_argument("--only", type=lambda text: text.split(","), metavar="CHECKS",
                         help="run these checks alone, comma-separated: backend_and_devices, gpu_against_cpu, precision, "
-                             "mnist, fast_path_sync, resnet_throughput, molecules")
+                             "mnist, fast_path_sync, resnet_throughput, resnet_profile, molecules")
+    parser.add_argument("--out", type=Path, help="a folder for the files a check leaves (the step profiles' tables)")
     args = parser.parse_args()
     args.data = args.data.resolve() if args.data else None  # the runs start in a folder of their own
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
     import torch
 
     name = "dry run on CPU" if args.dry else (torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU")
     print(f"{date.today()}: {name}; {platform.machine()}, torch {torch.__version__}\n", flush=True)
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
-        checks = Checks(args.dry, args.data, Path(tmp))
+        checks = Checks(args.dry, args.data, Path(tmp), args.out.resolve() if args.out else None)
         steps = (checks.backend_and_devices, checks.gpu_against_cpu, checks.precision, checks.mnist,
-                 checks.fast_path_sync, checks.resnet_throughput, checks.molecules)
+                 checks.fast_path_sync, checks.resnet_throughput, checks.resnet_profile, checks.molecules)
         for step in (s for s in steps if not args.only or s.__name__ in args.only):
-            done = len(rows)
             try:
-                rows += step()
+                for row in step():  # each row printed when it is made: a run cut short keeps them
+                    rows.append(row)
+                    print(table([row]).splitlines()[-1], flush=True)
             except Exception as exc:  # a broken check is a row, and the others still run
                 rows.append(Row(step.__name__, "error", "FAIL", f"{type(exc).__name__}: {exc}"[:200]))
-            print("\n".join(table(rows[done:]).splitlines()[2:]), flush=True)
+                print(table(rows[-1:]).splitlines()[-1], flush=True)
     print("\n" + table(rows))
     return 1 if any(r.status == "FAIL" for r in rows) else 0
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -16,15 +17,48 @@ def plain_resnet_rates(batch: int, *, stem: str, windows: int, steps: int, chann
                        warmup: int = 3) -> list[float]:
     """Training images per second of a plain loop in ``windows`` back-to-back windows of ``steps``
     steps each, timed after ``warmup`` steps (their spread is the machine's noise)."""
+    with plain_resnet_loop(batch, stem=stem, channels_last=channels_last, compile_=compile_, bf16=bf16) as (step, wait):
+        for _ in range(warmup):
+            step()
+        rates = []
+        for _ in range(windows):
+            wait()
+            start = time.perf_counter()
+            for _ in range(steps):
+                step()
+            wait()
+            rates.append(batch * steps / (time.perf_counter() - start))
+    return rates
+
+
+def plain_resnet_profile(batch: int, *, stem: str, steps: int, channels_last: bool, bf16: bool, folder: Path) -> Path:
+    """The plain loop's steps traced as ddpx's ``train.profile_steps`` traces its own (the same
+    warm-up, the same files); returns ``ops.txt``."""
+    from ddpx.rank.step_profiler import SKIPPED_STEPS, WARMUP_STEPS, StepProfiler
+
+    with plain_resnet_loop(batch, stem=stem, channels_last=channels_last, compile_=False, bf16=bf16) as (step, wait):
+        import torch
+
+        profiler = StepProfiler(steps, torch.device("cuda" if torch.cuda.is_available() else "cpu"), folder,
+                                report=lambda text: None)
+        for _ in range(SKIPPED_STEPS + WARMUP_STEPS + steps):
+            step()
+            profiler.step()
+        wait()
+        profiler.close()
+    return folder / "ops.txt"
+
+
+@contextmanager
+def plain_resnet_loop(batch: int, *, stem: str, channels_last: bool, compile_: bool, bf16: bool):
+    """``(step, wait)``: one training step of the plain loop, and a wait for the device."""
     import torch
-    import torch.nn.functional as F
-
-    from ddpx.plugins.vision.models import resnet18
-
     import torch.distributed as dist
+    import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel
 
     from ddpx.plugins.vision.fast_path import DeviceImages
+    from ddpx.plugins.vision.models import resnet18
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(0)
@@ -59,15 +93,7 @@ def plain_resnet_rates(batch: int, *, stem: str, windows: int, steps: int, chann
         if device.type == "cuda":
             torch.cuda.synchronize()
 
-    for _ in range(warmup):
-        step()
-    rates = []
-    for _ in range(windows):
-        wait()
-        start = time.perf_counter()
-        for _ in range(steps):
-            step()
-        wait()
-        rates.append(batch * steps / (time.perf_counter() - start))
-    dist.destroy_process_group()
-    return rates
+    try:
+        yield step, wait
+    finally:
+        dist.destroy_process_group()

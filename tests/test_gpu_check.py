@@ -1,6 +1,7 @@
 """``benchmarks/gpu_check.py --dry``: every check of the GPU script runs its code paths on the CPU,
 so the script that checks ddpx's GPU claims keeps working between GPU sessions."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,8 @@ ROWS = ["auto backend: one device per rank", "synthetic MLP, 1 rank: GPU against
         "ResNet-18, cifar stem, channels-last on, torch.compile off",
         "ResNet-18, cifar stem, channels-last off, torch.compile off",
         "ResNet-18, cifar stem, channels-last on, torch.compile on",
-        "ResNet-18, imagenet stem, channels-last on, torch.compile off", "bbbp_rnn: molecules/s",
+        "ResNet-18, imagenet stem, channels-last on, torch.compile off",
+        "ResNet-18 step traced: ddpx against the plain loop", "bbbp_rnn: molecules/s",
         "bbbp_dmpnn: molecules/s"]
 
 
@@ -26,6 +28,8 @@ def test_the_dry_run_runs_every_check_on_the_cpu_and_fails_none():
     final = done.stdout.split("\n\n")[-1]
     rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in final.splitlines()[2:]}
     assert list(rows) == ROWS, final
+    streamed = done.stdout.split("\n\n")[-2]  # each row printed when it was made, before the whole table
+    assert streamed.splitlines() == final.splitlines()[2:], done.stdout
     assert all(cells[2] in ("PASS", "SKIP", "INFO") for cells in rows.values()), final
     assert rows["auto backend: one device per rank"][1] == "cpu, cpu"  # gloo, one CPU rank each
     assert rows["bf16 against fp32"][2] == "PASS" and "dry: CPU" in rows["bf16 against fp32"][3]
@@ -34,6 +38,19 @@ def test_the_dry_run_runs_every_check_on_the_cpu_and_fails_none():
     assert " vs " in walked[1] and walked[2] == "INFO"  # ddpx and the plain DDP loop both ran; not judged dry
     assert rows["ResNet-18, cifar stem, channels-last off, torch.compile off"][2] == "SKIP"  # one row walks the path
     assert rows["bbbp_rnn: molecules/s"][2] == "PASS"
+
+
+def test_the_step_profiles_of_ddpx_and_the_plain_loop_are_kept_in_out(tmp_path):
+    done = subprocess.run([sys.executable, str(SCRIPT), "--dry", "--only", "resnet_profile", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (row,) = done.stdout.split("\n\n")[-1].splitlines()[2:]
+    cells = row.split(" | ")
+    assert cells[0] == "| ResNet-18 step traced: ddpx against the plain loop" and cells[2] == "INFO", row
+    assert re.fullmatch(r"host [\d.]+ vs [\d.]+ ms per step", cells[1]), row  # no device line on the CPU
+    for side in ("ddpx", "plain"):
+        ops = (tmp_path / f"{side}_ops.txt").read_text()
+        assert ops.startswith("2 training steps traced on rank 0 after 7") and "aten::convolution" in ops, side
 
 
 def test_only_runs_the_checks_it_names():

@@ -97,6 +97,25 @@ def test_time_phases_says_where_each_training_epoch_goes(run_ddpx, tracking_uri,
     assert result.stdout.count(" forward ") == 3 and " backward " in result.stdout and " optimizer " in result.stdout
 
 
+def test_profile_steps_traces_rank_0s_steps_into_the_run_folder_and_mlflow(run_ddpx, tracking_uri, experiment):
+    result = run_ddpx("recipe", TINY, "--nproc", "2", "--tracking-uri", tracking_uri, "--experiment", experiment,
+                      "train.profile_steps=3")
+    assert result.returncode == 0, result.output
+    folder = result.run_dirs()[0] / "profile"
+    trace = json.loads((folder / "trace.json").read_text())
+    steps = sorted({e["name"] for e in trace["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")})
+    assert steps == ["ProfilerStep#7", "ProfilerStep#8", "ProfilerStep#9"], "3 steps after 7 of warm-up"
+    names = {e.get("name") for e in trace["traceEvents"]}
+    assert {"aten::addmm", "c10d::allreduce_"} <= names, "the forward and DDP's all-reduce are in the trace"
+    ops = (folder / "ops.txt").read_text()
+    assert ops.startswith("3 training steps traced on rank 0 after 7; per step: ") and "aten::addmm" in ops
+    assert f"profile of 3 training steps: {folder / 'trace.json'}" in result.stdout
+    assert result.stdout.count("profile of") == 1, "rank 0 alone profiles"
+    client, run = only_run(tracking_uri, experiment)
+    assert sorted(a.path for a in client.list_artifacts(run.info.run_id, "profile")) == [
+        "profile/ops.txt", "profile/trace.json"]
+
+
 def test_default_recipe_gets_close_to_its_ceiling_in_the_default_store(run_ddpx, tmp_path):
     from ddpx.plugins.mlp_synthetic import bayes_accuracy
 

@@ -99,6 +99,7 @@ def train_epoch(run: RankRun, epoch: int, stops: StopRequests) -> torch.Tensor:
             totals[0] += loss.detach().double() * targets.shape[0]
             totals[1] += targets.shape[0]
             position.step += 1
+            run.profiler.step()
             bar.advance(loss)
             BEACON.progress(position.step + 1)
             if not micro.last:

@@ -29,6 +29,7 @@ from ddpx.rank.phase_clock import PhaseClock
 from ddpx.rank.progress import RankConsole
 from ddpx.rank.rank_run import RankRun
 from ddpx.rank.stall import BEACON
+from ddpx.rank.step_profiler import StepProfiler
 from ddpx.rank.sharded_checkpoint import gathered
 from ddpx.rank.training_state import Components, TrainingState, build_training_state, restore
 from ddpx.rank.world_change import continue_here
@@ -54,10 +55,16 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
         for line in resume_training(job, registry, parts, data, env, state, resume):
             console.print(line)
     run = RankRun(job, registry, env, device, console, tracker, parts, data, state,
-                  PhaseClock(device, job.config["train"]["time_phases"]))
+                  PhaseClock(device, job.config["train"]["time_phases"]),
+                  StepProfiler(job.config["train"]["profile_steps"] if env.is_main else 0, device,
+                               job.run_dir.path / "profile", console.print,
+                               (lambda path: tracker.log_artifact(path, "profile")) if tracker else None))
     BEACON.at("the plugins' ddpx_fit_start hooks")
     registry.pm.hook.ddpx_fit_start(context=run.context)
-    run_epochs(run)
+    try:
+        run_epochs(run)
+    finally:
+        run.profiler.close()
     BEACON.at("the held-out evaluation, its reports and the exported model")
     summary = evaluate_heldout(run, started)
     BEACON.at("the plugins' ddpx_fit_end hooks")

@@ -15,6 +15,7 @@ from ddpx.plugin_host.registry import Registry
 from ddpx.rank.distributed import RankEnv
 from ddpx.rank.phase_clock import PhaseClock
 from ddpx.rank.progress import RankConsole
+from ddpx.rank.step_profiler import StepProfiler
 from ddpx.rank.training_state import Components, TrainingState
 from ddpx.records.guarded_tracker import GuardedTracker
 
@@ -31,6 +32,7 @@ class RankRun:
     data: TaskData
     state: TrainingState
     clock: PhaseClock = field(default_factory=lambda: PhaseClock(torch.device("cpu"), False))  # train.time_phases
+    profiler: StepProfiler = field(default_factory=StepProfiler.off)  # train.profile_steps
 
     @property
     def train(self) -> dict[str, Any]:

@@ -100,9 +100,10 @@ def arithmetic_text() -> str:
 
 def run_seed(recipe: str, data: Path, seed: int, overrides: list[str], args: argparse.Namespace, workdir: Path) -> dict:
     start = time.perf_counter()
+    tracking = (["--tracking-uri", f"sqlite:///{workdir / 'mlflow.db'}", "--experiment", f"{recipe}-quality"]
+                if args.tracking == "mlflow" else ["--tracking", args.tracking])
     cmd = [sys.executable, "-m", "ddpx", "recipe", recipe, "--launcher", args.launcher, "--nproc", str(args.nproc),
-           "--tracking-uri", f"sqlite:///{workdir / 'mlflow.db'}", "--experiment", f"{recipe}-quality",
-           f"dataset.path={data.resolve()}", f"train.seed={seed}", *overrides]
+           *tracking, f"dataset.path={data.resolve()}", f"train.seed={seed}", *overrides]
     before = set((workdir / "ddpx-runs").glob("*")) if (workdir / "ddpx-runs").is_dir() else set()
     subprocess.run(cmd, cwd=workdir, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - start
@@ -380,6 +381,9 @@ def main() -> None:
     parser.add_argument("--families", nargs="+", default=["rnn", "dmpnn"], help="recipe suffixes: rnn, dmpnn, ffn")
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("--launcher", default="torchrun")
+    parser.add_argument("--tracking", default="mlflow",
+                        help="mlflow (a store in a temporary folder), or none where MLflow is not installed (a GPU "
+                             "machine); the results come from the run folders either way")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--record", type=Path, help="with --table: append each seed's result to this JSON-lines file")
     parser.add_argument("--best-of", type=Path, metavar="RECORD",

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from sklearn.metrics import roc_auc_score
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "moleculenet_quality.py"
@@ -154,3 +155,21 @@ def test_the_tables_name_the_cpu_kernels_the_ranks_inherit():
     chosen = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             env={**os.environ, "ATEN_CPU_CAPABILITY": "default"}).stdout
     assert chosen.strip().endswith("CPU kernels DEFAULT")
+
+
+@pytest.mark.slow  # starts a rank
+def test_one_recipe_runs_through_the_cli_without_mlflow(tmp_path):
+    from smiles_files import write_smiles_csv
+
+    data = write_smiles_csv(tmp_path / "mols.csv", n=200)
+    absent = tmp_path / "no-mlflow" / "mlflow"  # as on a GPU machine without it: importing it fails
+    absent.mkdir(parents=True)
+    (absent / "__init__.py").write_text("raise ImportError('MLflow is not installed here')\n")
+    path = os.pathsep.join([str(absent.parent), os.environ.get("PYTHONPATH", "")])
+    result = subprocess.run([sys.executable, str(SCRIPT), "bbbp_rnn", "--data", str(data), "--seeds", "0", "--nproc", "1",
+                             "--launcher", "spawn", "--tracking", "none", "--split", "random", "train.max_epochs=1",
+                             "model.num_layers=1", "model.d_model=16", "model.embedding_dim=16"],
+                            capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": path})
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = [line.split(" | ") for line in result.stdout.splitlines() if line.startswith("| 0 |")]
+    assert len(rows) == 1 and 0 <= float(rows[0][1]) <= 1 and rows[0][4] == "20", result.stdout  # 10 % held out

@@ -41,10 +41,14 @@ def plain_resnet_profile(batch: int, *, stem: str, steps: int, channels_last: bo
 
         profiler = StepProfiler(steps, torch.device("cuda" if torch.cuda.is_available() else "cpu"), folder,
                                 report=lambda text: None)
-        for _ in range(SKIPPED_STEPS + WARMUP_STEPS + steps):
-            step()
-            profiler.step()
-        wait()
+        try:
+            for _ in range(SKIPPED_STEPS + WARMUP_STEPS + steps):
+                step()
+                profiler.step()
+            wait()
+        except BaseException:
+            profiler.abandon()
+            raise
         profiler.close()
     return folder / "ops.txt"
 

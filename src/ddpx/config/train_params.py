@@ -48,9 +48,9 @@ TRAIN_PARAMS: dict[str, Param] = {
     "time_phases": Param(False, "time each epoch's training phases on rank 0 (waiting for batches, forward, backward "
                          "with DDP's all-reduce, optimizer step) and log their sums as batch_s, forward_s, backward_s "
                          "and optimizer_s (on a GPU each phase waits for the device)"),
-    "profile_steps": Param(0, "trace this many training steps on rank 0 with torch.profiler, after 7 steps of "
-                           "warm-up, into the run folder's profile/ (trace.json for Perfetto, ops.txt: the operators "
-                           "by their own time; 0: off)", minimum=0),
+    "profile_steps": Param(0, "trace this many optimizer steps on rank 0 with torch.profiler, after 7 steps of "
+                           "warm-up and within one epoch, into the run folder's profile/ (trace.json for Perfetto, "
+                           "ops.txt: the operators by their own time; 0: off)", minimum=0),
     "num_workers": Param(0, "DataLoader worker processes per rank", minimum=0),
     "stop_check_every": Param(0, "steps between checks for a stop request (SIGUSR1: checkpoint, then stop); "
                               "0: about one check a second, from the measured step time", minimum=0),

@@ -99,11 +99,11 @@ def train_epoch(run: RankRun, epoch: int, stops: StopRequests) -> torch.Tensor:
             totals[0] += loss.detach().double() * targets.shape[0]
             totals[1] += targets.shape[0]
             position.step += 1
-            run.profiler.step()
             bar.advance(loss)
             BEACON.progress(position.step + 1)
             if not micro.last:
                 continue
+            run.profiler.step()
             if train["check_sync"]:
                 check_parameters_in_sync(state.model, f"step {position.step} of epoch {epoch}")
             log_step(run, loss, grad_norm)
@@ -113,6 +113,7 @@ def train_epoch(run: RankRun, epoch: int, stops: StopRequests) -> torch.Tensor:
                 raise Preempted(f"stopped on request {position.step} step(s) into epoch {epoch}; "
                                 f"the checkpoint is {run.job.run_dir.last_checkpoint}")
     state.epoch_order = None
+    run.profiler.epoch_ended()
     if device.type == "cuda":
         torch.cuda.synchronize(device)  # the epoch's queued kernels belong to its time
     return totals

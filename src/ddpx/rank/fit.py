@@ -63,8 +63,10 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
     registry.pm.hook.ddpx_fit_start(context=run.context)
     try:
         run_epochs(run)
-    finally:
-        run.profiler.close()
+    except BaseException:
+        run.profiler.abandon()
+        raise
+    run.profiler.close()
     BEACON.at("the held-out evaluation, its reports and the exported model")
     summary = evaluate_heldout(run, started)
     BEACON.at("the plugins' ddpx_fit_end hooks")

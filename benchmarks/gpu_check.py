@@ -224,12 +224,21 @@ class Checks:
             torch.cuda.set_sync_debug_mode("default")
         return [Row(check, "no wait in 4 batches", "PASS", "CUDA sync debug mode: error")]
 
+    def cifar(self) -> Path:
+        """Generated CIFAR-10 files, written once for every ResNet row (CIFAR-10's 50 000 training
+        images: 195 steps an epoch at batch 256)."""
+        root = self.workdir / "cifar"
+        if not root.is_dir():
+            from image_files import write_cifar10
+
+            n, n_test = (100, 20) if self.dry else (50000, 100)
+            write_cifar10(root, n_per_batch=n // 5, n_test=n_test)
+        return root
+
     def resnet_throughput(self) -> Iterator[Row]:
         from gpu_check_loops import plain_resnet_rates
-        from image_files import write_cifar10
-
-        n, batch, n_test = (100, 16, 20) if self.dry else (50000, 256, 100)  # CIFAR-10's 50 000: 195 steps an epoch
-        root = write_cifar10(self.workdir / "cifar", n_per_batch=n // 5, n_test=n_test)
+        batch = 16 if self.dry else 256
+        root = self.cifar()
         for stem, channels_last, compile_ in RESNET_ROWS:
             name = (f"ResNet-18, {stem} stem, channels-last {'on' if channels_last else 'off'}, torch.compile "
                     f"{'on' if compile_ else 'off'}")
@@ -261,10 +270,8 @@ class Checks:
         """ddpx's step and the plain loop's, each traced by ``torch.profiler`` (ddpx through
         ``train.profile_steps``): where the host's and the device's time per step go."""
         from gpu_check_loops import plain_resnet_profile
-        from image_files import write_cifar10
-
-        n, batch, steps = (100, 8, 2) if self.dry else (50000, 256, 20)
-        root = write_cifar10(self.workdir / "cifar-profile", n_per_batch=n // 5, n_test=20 if self.dry else 100)
+        batch, steps = (8, 2) if self.dry else (256, 20)
+        root = self.cifar()
         keys = [f"dataset.root={root}", "dataset.verify=false", f"train.max_epochs={2 if self.dry else 1}",
                 f"train.batch_size={batch}", "model.stem=cifar", "train.channels_last=true", "train.patience=0",
                 f"train.profile_steps={steps}", *(["train.precision=bf16"] if self.gpus else [])]

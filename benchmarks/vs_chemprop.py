@@ -32,6 +32,12 @@ is each loop's own bookkeeping. Chemprop's from the callback (a batch from the e
 one to ``on_train_batch_start``; forward to ``on_before_backward``, backward to
 ``on_after_backward``, the step from ``on_before_optimizer_step`` to ``on_train_batch_end``), ddpx's
 from ``train.time_phases=true`` (rank 0's, on 2 ranks; backward includes DDP's all-reduce).
+
+``--profile-steps N --profile-dir DIR`` traces the same optimizer steps of both loops with
+``torch.profiler`` — ddpx through ``train.profile_steps``, Chemprop through the same profiler class
+driven from the callback (steps counted alike, the trace ending before the first validation) —
+and keeps each run's operator table in DIR (``chemprop_roc-seed0-ops.txt``, ``ddpx1-seed0-ops.txt``):
+which operators make one loop's step longer than the other's.
 """
 
 from __future__ import annotations
@@ -117,9 +123,17 @@ def roc_auc(targets: list, scores: list) -> float:
     return float(np.mean(values))
 
 
-def clocked_chemprop(record: Path, argv: list[str]) -> None:
-    """Chemprop's command line with a callback noting each epoch's times in ``record`` (JSON)."""
+def clocked_chemprop(record: Path, argv: list[str], profile_steps: int = 0) -> None:
+    """Chemprop's command line with a callback noting each epoch's times in ``record`` (JSON) and,
+    with ``profile_steps``, tracing that many optimizer steps as ``train.profile_steps`` does in
+    ddpx (the table lands beside ``record``, as ``<record stem>-profile/ops.txt``)."""
     import lightning.pytorch as pl
+    import torch
+
+    from ddpx.rank.step_profiler import StepProfiler
+
+    profiler = StepProfiler(profile_steps, torch.device("cpu"), record.parent / f"{record.stem}-profile",
+                            lambda line: print(line, file=sys.stderr))
 
     class EpochClock(pl.Callback):
         rows: list = []
@@ -147,10 +161,15 @@ def clocked_chemprop(record: Path, argv: list[str]) -> None:
 
         def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
             self._until_now("optimizer_s")
+            profiler.step()
 
         def on_validation_start(self, trainer, module):
             if not trainer.sanity_checking:
                 self.validation = time.perf_counter()
+                profiler.epoch_ended()
+
+        def on_fit_end(self, trainer, module):
+            profiler.close()
 
         def on_train_epoch_end(self, trainer, module):
             end = time.perf_counter()
@@ -172,10 +191,10 @@ def clocked_chemprop(record: Path, argv: list[str]) -> None:
 
 
 def run_chemprop(folder: Path, names: list[str], heldout: tuple[list, list], seed: int, tracking: str,
-                 epochs: int) -> dict:
+                 epochs: int, profile_steps: int = 0, profile_dir: Path | None = None) -> dict:
     out = folder / f"chemprop-{tracking}-seed{seed}"
     clock = folder / f"clock-{tracking}-seed{seed}.json"
-    cmd = [sys.executable, __file__, "--clocked-chemprop", str(clock), "train", "--data-path", str(folder / "chemprop.csv"),
+    cmd = [sys.executable, __file__, "--clocked-chemprop", str(clock), str(profile_steps), "train", "--data-path", str(folder / "chemprop.csv"),
            "--splits-file", str(folder / "splits.json"), "--task-type", "classification", "--smiles-columns", "smiles",
            "--target-columns", *names, "--epochs", str(epochs), "--batch-size", "64", "--pytorch-seed", str(seed),
            "--data-seed", str(seed), "--accelerator", "cpu", "--devices", "1", "--num-workers", "0",
@@ -192,18 +211,30 @@ def run_chemprop(folder: Path, names: list[str], heldout: tuple[list, list], see
     if [r["smiles"] for r in table] != smiles:
         raise SystemExit(f"Chemprop's test molecules are not ddpx's held-out molecules, in order ({predictions})")
     scores = [[float(r[n]) for n in names] for r in table]  # the target columns hold Chemprop's probabilities
+    run = "chemprop_loss" if tracking == "val_loss" else "chemprop_roc"
+    keep_ops(folder / f"{clock.stem}-profile" / "ops.txt", profile_dir, f"{run}-seed{seed}")
     epochs_seen = json.loads(clock.read_text(encoding="utf-8"))
     return {"value": roc_auc(targets, scores), "epoch_s": statistics.mean(e["train_s"] for e in epochs_seen),
             "whole_epoch_s": statistics.mean(e["epoch_s"] for e in epochs_seen), "wall_s": wall,
             **{phase: statistics.mean(e[phase] for e in epochs_seen) for phase in PHASES}}
 
 
+def keep_ops(ops: Path, profile_dir: Path | None, name: str) -> None:
+    """Copy a run's operator table into ``profile_dir`` as ``<name>-ops.txt`` (when profiling)."""
+    if profile_dir is not None:
+        if not ops.is_file():
+            raise SystemExit(f"{name}: no operator table at {ops} (the run was too short for the trace?)")
+        profile_dir.mkdir(parents=True, exist_ok=True)
+        (profile_dir / f"{name}-ops.txt").write_text(ops.read_text(encoding="utf-8"), encoding="utf-8")
+
+
 def run_ddpx(recipe: str, data: Path, overrides: list[str], seed: int, nproc: int, epochs: int, workdir: Path,
-             train_size: int) -> dict:
+             train_size: int, profile_steps: int = 0, profile_dir: Path | None = None) -> dict:
     batch = 64 // nproc  # Chemprop's 64 molecules per optimizer step, whatever the number of ranks
     cmd = [sys.executable, "-m", "ddpx", "recipe", recipe, "--tracking", "none", "--launcher", "spawn",
            "--nproc", str(nproc), f"dataset.path={data.resolve()}", *overrides, f"train.seed={seed}",
-           f"train.batch_size={batch}", f"train.max_epochs={epochs}", "train.time_phases=true"]
+           f"train.batch_size={batch}", f"train.max_epochs={epochs}", "train.time_phases=true",
+           f"train.profile_steps={profile_steps}"]
     runs = workdir / "ddpx-runs"
     before = set(runs.glob("*")) if runs.is_dir() else set()
     start = time.perf_counter()
@@ -215,6 +246,7 @@ def run_ddpx(recipe: str, data: Path, overrides: list[str], seed: int, nproc: in
     summary = json.loads((run_dir / "summary.json").read_text())
     lines = (run_dir / "metrics.jsonl").read_text().splitlines()
     rows = [row for row in map(json.loads, filter(None, lines)) if "epoch_s" in row]
+    keep_ops(run_dir / "profile" / "ops.txt", profile_dir, f"ddpx{nproc}-seed{seed}")
     return {"value": summary["heldout"]["heldout_roc_auc"],
             "epoch_s": statistics.mean(train_size / row["samples_per_s"] for row in rows),  # training only
             "whole_epoch_s": statistics.mean(row["epoch_s"] for row in rows), "wall_s": wall,
@@ -241,8 +273,8 @@ def phases_row(label: str, results: list[dict]) -> str:
 
 
 def main() -> None:
-    if len(sys.argv) > 2 and sys.argv[1] == "--clocked-chemprop":
-        clocked_chemprop(Path(sys.argv[2]), sys.argv[3:])
+    if len(sys.argv) > 3 and sys.argv[1] == "--clocked-chemprop":
+        clocked_chemprop(Path(sys.argv[2]), sys.argv[4:], int(sys.argv[3]))
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", choices=list(SETS), default="bbbp", help="the MoleculeNet set (its <set>_dmpnn recipe)")
@@ -251,7 +283,12 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=50)
     parser.add_argument("--runs", nargs="+", default=["chemprop_loss", "chemprop_roc", "ddpx1", "ddpx2"],
                         choices=["chemprop_loss", "chemprop_roc", "ddpx1", "ddpx2"])
+    parser.add_argument("--profile-steps", type=int, default=0,
+                        help="trace this many optimizer steps of every run with torch.profiler (0: none)")
+    parser.add_argument("--profile-dir", type=Path, help="where each run's operator table goes (with --profile-steps)")
     args = parser.parse_args()
+    if bool(args.profile_steps) != bool(args.profile_dir):
+        parser.error("--profile-steps and --profile-dir go together")
     recipe, overrides = SETS[args.set]
     labels = {"chemprop_loss": "Chemprop `chemprop train` (best epoch: lowest val loss, its default)",
               "chemprop_roc": "Chemprop `chemprop train --tracking-metric roc` (best epoch: highest val ROC-AUC)",
@@ -265,10 +302,11 @@ def main() -> None:
             for run in args.runs:
                 if run.startswith("chemprop"):
                     tracking = "val_loss" if run == "chemprop_loss" else "roc"
-                    result = run_chemprop(folder, names, (heldout_smiles, heldout_targets), seed, tracking, args.epochs)
+                    result = run_chemprop(folder, names, (heldout_smiles, heldout_targets), seed, tracking, args.epochs,
+                                          args.profile_steps, args.profile_dir)
                 else:
                     result = run_ddpx(recipe, args.data, overrides, seed, int(run[-1]), args.epochs, folder,
-                                      train_size)
+                                      train_size, args.profile_steps, args.profile_dir)
                 results[run].append(result)
                 print(f"seed {seed} {run}: {json.dumps(result)}", file=sys.stderr, flush=True)
     print(f"{date.today()}: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "

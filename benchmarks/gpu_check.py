@@ -28,7 +28,9 @@ or, for the throughput ratio, beside a plain PyTorch loop in this process:
 - **molecules/s**: ``bbbp_rnn`` and ``bbbp_dmpnn`` training throughput on the GPU against the CPU.
 
 ``--dry`` runs every row on the CPU with tiny sizes (gloo), so the script keeps working between
-GPU sessions; rows that need a GPU say "dry: CPU", and rows whose data is absent say so. Needs
+GPU sessions; rows that need a GPU say "dry: CPU", and rows whose data is absent say so. Of the
+ResNet rows, a dry run walks the ImageNet stem's (its ddpx run also serves the traced row): the
+same code, a sixteenth of the CIFAR stem's work on a CPU. Needs
 neither MLflow nor Optuna; RDKit and Chemprop only for the molecule rows (skipped without them).
 """
 
@@ -103,6 +105,10 @@ def heldout(run: Run) -> float:
 # stem's per image), so its ratios measure ddpx; the ImageNet stem's step is a few milliseconds of
 # kernel launches, so its ratio follows the host's speed and is shown, not judged
 RESNET_ROWS = (("cifar", True, False), ("cifar", False, False), ("cifar", True, True), ("imagenet", True, False))
+# a dry run walks the code path with the ImageNet stem: the same ddpx and plain loops, a 16th of
+# the CIFAR stem's work on the CPU (a second a step at batch 8 there)
+DRY_RESNET_ROW = RESNET_ROWS[3]
+DRY_PROFILE_STEPS = 2
 
 
 def cpu_env() -> dict:
@@ -235,25 +241,32 @@ class Checks:
             write_cifar10(root, n_per_batch=n // 5, n_test=n_test)
         return root
 
+    def resnet_run(self, stem: str, batch: int, *, epochs: int, channels_last: bool, compile_: bool,
+                   profile_steps: int) -> Run:
+        """``cifar10_resnet18`` on the generated CIFAR files (on a dry run the throughput row and
+        the traced row ask for the same run, so one serves both)."""
+        keys = [f"dataset.root={self.cifar()}", "dataset.verify=false", f"train.max_epochs={epochs}",
+                f"train.batch_size={batch}", f"model.stem={stem}", f"train.channels_last={str(channels_last).lower()}",
+                f"train.compile={str(compile_).lower()}", "train.patience=0",
+                *([f"train.profile_steps={profile_steps}"] if profile_steps else []),
+                *(["train.precision=bf16"] if self.gpus else [])]
+        return self.run("cifar10_resnet18", keys)
+
     def resnet_throughput(self) -> Iterator[Row]:
         from gpu_check_loops import plain_resnet_rates
-        batch = 16 if self.dry else 256
-        root = self.cifar()
+        batch = 8 if self.dry else 256
         for stem, channels_last, compile_ in RESNET_ROWS:
             name = (f"ResNet-18, {stem} stem, channels-last {'on' if channels_last else 'off'}, torch.compile "
                     f"{'on' if compile_ else 'off'}")
-            if self.dry and (stem, channels_last, compile_) != RESNET_ROWS[0]:  # on a dry run one row walks the path
+            if self.dry and (stem, channels_last, compile_) != DRY_RESNET_ROW:  # on a dry run one row walks the path
                 yield Row(name, "not run", "SKIP", "dry: CPU")
                 continue
-            keys = [f"dataset.root={root}", "dataset.verify=false", f"train.max_epochs={1 if self.dry else 4}",
-                    f"train.batch_size={batch}", f"model.stem={stem}", f"train.channels_last={str(channels_last).lower()}",
-                    f"train.compile={str(compile_).lower()}", "train.patience=0",
-                    *(["train.precision=bf16"] if self.gpus else [])]
-            run = self.run("cifar10_resnet18", keys)
+            run = self.resnet_run(stem, batch, epochs=2 if self.dry else 4, channels_last=channels_last,
+                                  compile_=compile_, profile_steps=DRY_PROFILE_STEPS if self.dry else 0)
             timed = [e["samples_per_s"] for e in run.epochs[1:] or run.epochs]  # the epochs after the first
             ours = statistics.median(timed)
             plain_windows = plain_resnet_rates(batch, stem=stem, windows=1 if self.dry else 5,
-                                               steps=3 if self.dry else 200, warmup=3 if self.dry else 30,
+                                               steps=2 if self.dry else 200, warmup=1 if self.dry else 30,
                                                channels_last=channels_last, compile_=compile_, bf16=bool(self.gpus))
             plain = statistics.median(plain_windows)
             ratio = ours / plain
@@ -270,13 +283,11 @@ class Checks:
         """ddpx's step and the plain loop's, each traced by ``torch.profiler`` (ddpx through
         ``train.profile_steps``): where the host's and the device's time per step go."""
         from gpu_check_loops import plain_resnet_profile
-        batch, steps = (8, 2) if self.dry else (256, 20)
-        root = self.cifar()
-        keys = [f"dataset.root={root}", "dataset.verify=false", f"train.max_epochs={2 if self.dry else 1}",
-                f"train.batch_size={batch}", "model.stem=cifar", "train.channels_last=true", "train.patience=0",
-                f"train.profile_steps={steps}", *(["train.precision=bf16"] if self.gpus else [])]
-        ours = self.run("cifar10_resnet18", keys).folder / "profile" / "ops.txt"
-        plain = plain_resnet_profile(batch, stem="cifar", steps=steps, channels_last=True, bf16=bool(self.gpus),
+        batch, steps = (8, DRY_PROFILE_STEPS) if self.dry else (256, 20)
+        stem = DRY_RESNET_ROW[0] if self.dry else "cifar"
+        ours = self.resnet_run(stem, batch, epochs=2 if self.dry else 1, channels_last=True, compile_=False,
+                               profile_steps=steps).folder / "profile" / "ops.txt"
+        plain = plain_resnet_profile(batch, stem=stem, steps=steps, channels_last=True, bf16=bool(self.gpus),
                                      folder=self.workdir / "plain-profile")
         kept = []
         if self.out:
@@ -286,7 +297,7 @@ class Checks:
         (host, device), (plain_host, plain_device) = per_step(ours), per_step(plain)
         devices = f", device {device:.2f} vs {plain_device:.2f} ms" if device is not None else ""
         yield Row("ResNet-18 step traced: ddpx against the plain loop", f"host {host:.2f} vs {plain_host:.2f} ms"
-                  + devices + " per step", "INFO", f"{self.where}; cifar stem, channels-last, {steps} steps each; "
+                  + devices + " per step", "INFO", f"{self.where}; {stem} stem, channels-last, {steps} steps each; "
                   + (", ".join(str(p) for p in kept) if kept else "--out DIR keeps both operator tables"))
 
     def molecules(self) -> Iterator[Row]:

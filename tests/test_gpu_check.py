@@ -35,12 +35,14 @@ def test_the_dry_run_runs_every_check_on_the_cpu_and_fails_none(tmp_path):
     assert rows["auto backend: one device per rank"][1] == "cpu, cpu"  # gloo, one CPU rank each
     assert rows["bf16 against fp32"][2] == "PASS" and "dry: CPU" in rows["bf16 against fp32"][3]
     assert rows["fp16 with loss scaling against fp32"][2] == "SKIP"  # fp16 needs a GPU
-    walked = rows["ResNet-18, cifar stem, channels-last on, torch.compile off"]
+    walked = rows["ResNet-18, imagenet stem, channels-last on, torch.compile off"]  # the cheapest on a CPU
     assert " vs " in walked[1] and walked[2] == "INFO"  # ddpx and the plain DDP loop both ran; not judged dry
-    assert rows["ResNet-18, cifar stem, channels-last off, torch.compile off"][2] == "SKIP"  # one row walks the path
+    assert all(rows[f"ResNet-18, cifar stem, {variant}"][2] == "SKIP" for variant in (  # one row walks the path
+        "channels-last on, torch.compile off", "channels-last off, torch.compile off", "channels-last on, torch.compile on"))
     assert rows["bbbp_rnn: molecules/s"][2] == "PASS"
     traced = rows["ResNet-18 step traced: ddpx against the plain loop"]
     assert re.fullmatch(r"host [\d.]+ vs [\d.]+ ms per step", traced[1]) and traced[2] == "INFO"  # no device: no GPU
+    assert "imagenet stem" in traced[3]
     for side in ("ddpx", "plain"):  # --out keeps both operator tables
         ops = (tmp_path / f"{side}_ops.txt").read_text()
         assert ops.startswith("2 training steps traced on rank 0 after 7") and "aten::convolution" in ops, side

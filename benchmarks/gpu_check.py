@@ -17,7 +17,7 @@ or, for the throughput ratio, beside a plain PyTorch loop in this process:
 - **the fast image path never waits for the GPU**: with CUDA's sync debug mode set to error, the
   fast path builds training batches (a copy that blocks the host raises);
 - **ResNet-18 throughput**: images/s of ``cifar10_resnet18`` (50 000 generated CIFAR-shaped images,
-  4 epochs, the median of epochs 2–4) through ddpx against a plain DDP loop of the same model,
+  4 epochs, the median of epochs 2–4) through ddpx against a plain loop of the same model,
   batch, precision and training batches (the fast path's crop, flip and normalisation) in this
   process (the median of 5 windows of 200 steps): the CIFAR stem with channels-last and
   ``torch.compile`` on and off (the goal: a ratio of at least 0.97; the row prints both spreads),
@@ -277,7 +277,7 @@ class Checks:
             spread = (f"; epochs {min(timed):,.0f}–{max(timed):,.0f}, plain windows "
                       f"{min(plain_windows):,.0f}–{max(plain_windows):,.0f}")
             yield Row(name, f"{ours:,.0f} vs {plain:,.0f} images/s ({ratio:.2f})", status,
-                      f"{self.where}; ddpx against a plain DDP loop, medians, goal >= 0.97" + spread + why)
+                      f"{self.where}; ddpx against a plain loop, medians, goal >= 0.97" + spread + why)
 
     def resnet_profile(self) -> Iterator[Row]:
         """ddpx's step and the plain loop's, each traced by ``torch.profiler`` (ddpx through

@@ -171,7 +171,10 @@ def stop_ranks(processes, signum: int, grace_s: float = STOP_GRACE_S) -> None:
     what is left."""
     for process in processes:
         if process.is_alive():
-            os.kill(process.pid, signum)
+            try:
+                os.kill(process.pid, signum)
+            except ProcessLookupError:  # it ended since: the fork server, its parent, has reaped it
+                pass
     deadline = time.monotonic() + grace_s
     for process in processes:
         process.join(max(0.0, deadline - time.monotonic()))

@@ -67,22 +67,25 @@ class StepProfiler:
 
     def close(self) -> None:
         """Stop; a trace cut short writes the steps it holds, and one never begun says so."""
-        if self._profile is not None:
-            profile, self._profile = self._profile, None
-            profile.stop()
-            if not self._written:
-                self.report(f"no profile: training ended after {self._seen} step(s), before the trace began (it "
-                            f"starts after {SKIPPED_STEPS + WARMUP_STEPS}); train longer or use more data")
+        if self._stop() and not self._written:
+            self.report(f"no profile: training ended after {self._seen} step(s), before the trace began (it "
+                        f"starts after {SKIPPED_STEPS + WARMUP_STEPS}); train longer or use more data")
 
     def abandon(self) -> None:
         """Training raised: stop without writing, and never hide the error training raised."""
         self._discard = True
         try:
-            if self._profile is not None:
-                profile, self._profile = self._profile, None
-                profile.stop()
+            self._stop()
         except Exception:  # noqa: BLE001 - the training error is the one to report
             pass
+
+    def _stop(self) -> bool:
+        """Stop the profiler if it runs (its trace is written then, unless discarded); whether it ran."""
+        if self._profile is None:
+            return False
+        profile, self._profile = self._profile, None
+        profile.stop()
+        return True
 
     def _write(self, profile) -> None:
         if self._discard:

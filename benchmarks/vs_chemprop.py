@@ -15,7 +15,9 @@ For each seed it runs
   of lowest validation loss (its default) and once the epoch of highest validation ROC-AUC
   (``--tracking-metric roc``, as ddpx selects);
 - ``ddpx recipe <set>_dmpnn --tracking none`` on 1 rank (batch 64) and on 2 ranks (batch 32 per
-  rank: the same 64 molecules per optimizer step as Chemprop's), through the spawn launcher.
+  rank: the same 64 molecules per optimizer step as Chemprop's), through the spawn launcher,
+  keeping the epoch of highest dev ROC-AUC (ddpx's default) or, as ``ddpx1_loss`` and
+  ``ddpx2_loss``, of lowest dev loss (``train.select_by=loss``, Chemprop's default).
 
 Held-out ROC-AUC is computed the same way for both (scikit-learn, over the same held-out molecules:
 the script checks that Chemprop's test molecules are ddpx's held-out molecules, in order). Seconds
@@ -229,12 +231,12 @@ def keep_ops(ops: Path, profile_dir: Path | None, name: str) -> None:
 
 
 def run_ddpx(recipe: str, data: Path, overrides: list[str], seed: int, nproc: int, epochs: int, workdir: Path,
-             train_size: int, profile_steps: int = 0, profile_dir: Path | None = None) -> dict:
+             train_size: int, profile_steps: int = 0, profile_dir: Path | None = None, select_by: str = "metric") -> dict:
     batch = 64 // nproc  # Chemprop's 64 molecules per optimizer step, whatever the number of ranks
     cmd = [sys.executable, "-m", "ddpx", "recipe", recipe, "--tracking", "none", "--launcher", "spawn",
            "--nproc", str(nproc), f"dataset.path={data.resolve()}", *overrides, f"train.seed={seed}",
            f"train.batch_size={batch}", f"train.max_epochs={epochs}", "train.time_phases=true",
-           f"train.profile_steps={profile_steps}"]
+           f"train.profile_steps={profile_steps}", f"train.select_by={select_by}"]
     runs = workdir / "ddpx-runs"
     before = set(runs.glob("*")) if runs.is_dir() else set()
     start = time.perf_counter()
@@ -251,6 +253,16 @@ def run_ddpx(recipe: str, data: Path, overrides: list[str], seed: int, nproc: in
             "epoch_s": statistics.mean(train_size / row["samples_per_s"] for row in rows),  # training only
             "whole_epoch_s": statistics.mean(row["epoch_s"] for row in rows), "wall_s": wall,
             **{phase: statistics.mean(row[phase] for row in rows) for phase in PHASES}}
+
+
+LABELS = {  # the runs --runs can name, as the tables label them
+    "chemprop_loss": "Chemprop `chemprop train` (best epoch: lowest val loss, its default)",
+    "chemprop_roc": "Chemprop `chemprop train --tracking-metric roc` (best epoch: highest val ROC-AUC)",
+    "ddpx1": "ddpx `{recipe}`, 1 rank, batch 64 (best epoch: highest dev ROC-AUC, its default)",
+    "ddpx2": "ddpx `{recipe}`, 2 ranks × batch 32 (best epoch: highest dev ROC-AUC)",
+    "ddpx1_loss": "ddpx `{recipe}`, 1 rank, batch 64, `train.select_by=loss` (best epoch: lowest dev loss)",
+    "ddpx2_loss": "ddpx `{recipe}`, 2 ranks × batch 32, `train.select_by=loss` (best epoch: lowest dev loss)",
+}
 
 
 def summary_row(label: str, results: list[dict]) -> str:
@@ -282,7 +294,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--epochs", type=int, default=50)
     parser.add_argument("--runs", nargs="+", default=["chemprop_loss", "chemprop_roc", "ddpx1", "ddpx2"],
-                        choices=["chemprop_loss", "chemprop_roc", "ddpx1", "ddpx2"])
+                        choices=list(LABELS), help="ddpxN: N ranks, the epoch of the best dev ROC-AUC (ddpx's "
+                        "default); ddpxN_loss: of the lowest dev loss (train.select_by=loss, Chemprop's default)")
     parser.add_argument("--profile-steps", type=int, default=0,
                         help="trace this many optimizer steps of every run with torch.profiler (0: none)")
     parser.add_argument("--profile-dir", type=Path, help="where each run's operator table goes (with --profile-steps)")
@@ -290,9 +303,7 @@ def main() -> None:
     if bool(args.profile_steps) != bool(args.profile_dir):
         parser.error("--profile-steps and --profile-dir go together")
     recipe, overrides = SETS[args.set]
-    labels = {"chemprop_loss": "Chemprop `chemprop train` (best epoch: lowest val loss, its default)",
-              "chemprop_roc": "Chemprop `chemprop train --tracking-metric roc` (best epoch: highest val ROC-AUC)",
-              "ddpx1": f"ddpx `{recipe}`, 1 rank, batch 64", "ddpx2": f"ddpx `{recipe}`, 2 ranks × batch 32"}
+    labels = {run: label.format(recipe=recipe) for run, label in LABELS.items()}
     results: dict[str, list[dict]] = {run: [] for run in args.runs}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -305,8 +316,9 @@ def main() -> None:
                     result = run_chemprop(folder, names, (heldout_smiles, heldout_targets), seed, tracking, args.epochs,
                                           args.profile_steps, args.profile_dir)
                 else:
-                    result = run_ddpx(recipe, args.data, overrides, seed, int(run[-1]), args.epochs, folder,
-                                      train_size, args.profile_steps, args.profile_dir)
+                    result = run_ddpx(recipe, args.data, overrides, seed, int(run[4]), args.epochs, folder,
+                                      train_size, args.profile_steps, args.profile_dir,
+                                      "loss" if run.endswith("_loss") else "metric")
                 results[run].append(result)
                 print(f"seed {seed} {run}: {json.dumps(result)}", file=sys.stderr, flush=True)
     print(f"{date.today()}: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "

@@ -12,6 +12,8 @@ def _best_dev(summary: RunSummary) -> str:
     """`` (the lowest dev_rmse, 0.3120)``: what chose the epoch, in the metric's direction."""
     if summary.best_dev is None:
         return ""
+    if summary.selected_by == "loss" and summary.best_dev_loss is not None:
+        return f" (the lowest dev loss, {summary.best_dev_loss:.4f}; dev_{summary.metric} {summary.best_dev:.4f})"
     return f" (the {'highest' if summary.greater_is_better else 'lowest'} dev_{summary.metric}, {summary.best_dev:.4f})"
 
 

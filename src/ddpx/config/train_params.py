@@ -22,6 +22,10 @@ TRAIN_PARAMS: dict[str, Param] = {
     "momentum": Param(0.0, "momentum (sgd only)", minimum=0, below=1),
     "optimizer": Param("sgd", "optimizer (a registered optimizer: sgd, adam, adamw, or a plugin's)", registry="optimizers"),
     "seed": Param(0, "seed for data splits, initial weights and shuffling", minimum=0, maximum=2**32 - 1),
+    "select_by": Param("metric", "which epoch's weights the run keeps (and what train.patience waits for): metric, "
+                       "the best dev metric (ties: the lower dev loss), or loss, the lowest dev loss (ties: the better "
+                       "metric), as Chemprop's default and Lightning's val_loss checkpoints choose",
+                       choices=("metric", "loss")),
     "patience": Param(3, "stop after this many epochs without dev improvement (0: never stop early)", minimum=0),
     "precision": Param("fp32", "fp32 (or 32), or bf16 / fp16 mixed precision with torch.autocast (fp16 needs a GPU)",
                        choices=("fp32", "32", "bf16", "fp16")),

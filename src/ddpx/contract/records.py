@@ -117,7 +117,8 @@ class RunSummary:
     reads back (the same on every rank when ``ddpx_fit_end`` sees it).
 
     ``heldout`` maps ``heldout_<metric>`` and ``heldout_loss`` to their values; ``best_dev`` is the
-    dev metric of the selected epoch (sweeps choose on it, never on held-out). A task with
+    dev metric of the selected epoch (sweeps choose on it, never on held-out), chosen by that metric
+    or, with ``train.select_by=loss``, by the lowest dev loss (``selected_by``, ``best_dev_loss``). A task with
     several labels also has ``by_label``: ``heldout_<metric>/<label>`` for each label it scored.
     """
 
@@ -135,6 +136,8 @@ class RunSummary:
     tracking_error: str | None = None  # the tracker failed during the run: the record is incomplete
     by_label: dict[str, float] = field(default_factory=dict)  # several labels: heldout_<metric>/<label>
     pruned_after: int | None = None  # a search's trial its pruner stopped: the last epoch trained
+    selected_by: str = "metric"  # train.select_by: the epoch of the best dev metric, or of the lowest dev loss
+    best_dev_loss: float | None = None  # the selected epoch's dev loss
 
     @property
     def heldout_metric(self) -> tuple[str, float]:

@@ -29,16 +29,22 @@ from ddpx.rank.transfer import to_device
 from ddpx.records.tracking import append_metrics, log_epoch
 
 
-def is_better(value: float, loss: float, best: tuple[float, float] | None, metric: MetricSpec) -> bool:
-    """Better dev metric wins; on a tie (a saturated accuracy, say) the lower dev loss wins."""
-    if math.isnan(value):
+def is_better(value: float, loss: float, best: tuple[float, float] | None, metric: MetricSpec,
+              by: str = "metric") -> bool:
+    """Is this epoch's dev result (metric, loss) better than the best so far?
+
+    ``by="metric"`` (``train.select_by``'s default): the better dev metric wins, and on a tie (a
+    saturated accuracy, say) the lower dev loss. ``by="loss"``: the lower dev loss wins, and on a tie
+    the better metric (the rule of Chemprop's default and of Lightning's ``val_loss`` checkpoints)."""
+    if math.isnan(loss if by == "loss" else value):
         return False
     if best is None:
         return True
     best_value, best_loss = best
-    if value == best_value:
-        return loss < best_loss
-    return value > best_value if metric.greater_is_better else value < best_value
+    metric_better = value > best_value if metric.greater_is_better else value < best_value
+    if by == "loss":
+        return loss < best_loss or (loss == best_loss and metric_better)
+    return loss < best_loss if value == best_value else metric_better
 
 
 def _channels_last(inputs):
@@ -188,7 +194,7 @@ def finish_epoch(run: RankRun, epoch: int, totals: torch.Tensor, started: float)
     BEACON.at(f"the end of epoch {epoch}: the dev evaluation and the checkpoint")
     summed = all_reduce_sum(totals)
     dev = evaluate(state.model, run.data.dev, **run.evaluation_options())
-    improved = is_better(dev.metric, dev.loss, state.selection.best, metric)
+    improved = is_better(dev.metric, dev.loss, state.selection.best, metric, run.train["select_by"])
     if improved:
         state.selection.best, state.selection.best_epoch, state.selection.stale = (dev.metric, dev.loss), epoch, 0
         state.selection.best_state = clone_state(state.model.state_dict())

@@ -127,4 +127,6 @@ def evaluate_heldout(run: RankRun, started: float) -> RunSummary:
         wall_seconds=time.perf_counter() - started,
         heldout_samples=heldout.count,
         pruned_after=run.state.pruned_after,
+        selected_by=run.train["select_by"],
+        best_dev_loss=selection.best[1] if selection.best else None,
     )

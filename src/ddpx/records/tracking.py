@@ -104,8 +104,9 @@ def result_note(summary: RunSummary) -> str:
     """One markdown line on the run's result, for the tracker's note."""
     name, value = summary.heldout_metric
     pruned = f" Pruned by the search after epoch {summary.pruned_after}." if summary.pruned_after is not None else ""
+    by = " (by dev loss)" if summary.selected_by == "loss" else ""
     return (f"**{name} {value:.4f}** over all {summary.heldout_samples} held-out samples; the best of "
-            f"{summary.epochs_run} epoch(s) on the dev split was epoch {summary.best_epoch}.{pruned}")
+            f"{summary.epochs_run} epoch(s) on the dev split{by} was epoch {summary.best_epoch}.{pruned}")
 
 
 def start_job_run(registry: "Registry", job: Job, device_type: str, warn: Callable[[str], None],

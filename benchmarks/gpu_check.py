@@ -262,17 +262,13 @@ class Checks:
             if self.dry and (stem, channels_last, compile_) != DRY_RESNET_ROW:  # on a dry run one row walks the path
                 yield Row(name, "not run", "SKIP", "dry: CPU")
                 continue
-            def plain_windows() -> list[float]:
-                return plain_resnet_rates(batch, stem=stem, windows=1 if self.dry else 3, steps=2 if self.dry else 200,
-                                          warmup=1 if self.dry else 30, channels_last=channels_last,
-                                          compile_=compile_, bf16=bool(self.gpus))
-
-            # the plain loop's windows before and after ddpx's run: a machine whose speed drifts during
-            # the row moves both halves, and their median sits where ddpx ran
-            before = plain_windows()
-            run = self.resnet_run(stem, batch, epochs=2 if self.dry else 4, channels_last=channels_last,
-                                  compile_=compile_, profile_steps=DRY_PROFILE_STEPS if self.dry else 0)
-            after = plain_windows()
+            # the plain loop's windows before and after ddpx's run (its model built and warmed once): a
+            # machine whose speed drifts during the row moves both halves, and their median sits where ddpx ran
+            before, run, after = plain_resnet_rates(
+                batch, stem=stem, windows=1 if self.dry else 3, steps=2 if self.dry else 200,
+                warmup=1 if self.dry else 30, channels_last=channels_last, compile_=compile_, bf16=bool(self.gpus),
+                between=lambda: self.resnet_run(stem, batch, epochs=2 if self.dry else 4, channels_last=channels_last,
+                                                compile_=compile_, profile_steps=DRY_PROFILE_STEPS if self.dry else 0))
             timed = [e["samples_per_s"] for e in run.epochs[1:] or run.epochs]  # the epochs after the first
             ours, plain = statistics.median(timed), statistics.median(before + after)
             ratio = ours / plain

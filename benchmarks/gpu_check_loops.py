@@ -16,24 +16,35 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
 
 
 def plain_resnet_rates(batch: int, *, stem: str, windows: int, steps: int, channels_last: bool, compile_: bool, bf16: bool,
-                       warmup: int = 3) -> list[float]:
+                       warmup: int = 3, between: Callable[[], T] = lambda: None) -> tuple[list[float], T, list[float]]:
     """Training images per second of a plain loop in ``windows`` back-to-back windows of ``steps``
-    steps each, timed after ``warmup`` steps (their spread is the machine's noise)."""
+    steps each, timed after ``warmup`` steps (their spread is the machine's noise); then
+    ``between()`` runs (ddpx's run, in a process of its own), and as many windows again, on the same
+    warm model (a compiled one is compiled once). Returns the rates before, what ``between``
+    returned, and the rates after."""
     with plain_resnet_loop(batch, stem=stem, channels_last=channels_last, compile_=compile_, bf16=bf16) as (step, wait):
-        for _ in range(warmup):
-            step()
-        rates = []
-        for _ in range(windows):
-            wait()
-            start = time.perf_counter()
-            for _ in range(steps):
+        def timed_windows() -> list[float]:
+            for _ in range(warmup):
                 step()
-            wait()
-            rates.append(batch * steps / (time.perf_counter() - start))
-    return rates
+            rates = []
+            for _ in range(windows):
+                wait()
+                start = time.perf_counter()
+                for _ in range(steps):
+                    step()
+                wait()
+                rates.append(batch * steps / (time.perf_counter() - start))
+            return rates
+
+        before = timed_windows()
+        middle = between()
+        return before, middle, timed_windows()
 
 
 def plain_resnet_profile(batch: int, *, stem: str, steps: int, channels_last: bool, bf16: bool, folder: Path) -> Path:

@@ -37,6 +37,7 @@ def test_the_dry_run_runs_every_check_on_the_cpu_and_fails_none(tmp_path):
     assert rows["fp16 with loss scaling against fp32"][2] == "SKIP"  # fp16 needs a GPU
     walked = rows["ResNet-18, imagenet stem, channels-last on, torch.compile off"]  # the cheapest on a CPU
     assert " vs " in walked[1] and walked[2] == "INFO"  # ddpx and the plain loop both ran; not judged dry
+    assert re.search(r"\(medians [\d,]+ before ddpx's run, [\d,]+ after\)", walked[3]), walked  # timed around it
     assert all(rows[f"ResNet-18, cifar stem, {variant}"][2] == "SKIP" for variant in (  # one row walks the path
         "channels-last on, torch.compile off", "channels-last off, torch.compile off", "channels-last on, torch.compile on"))
     assert rows["bbbp_rnn: molecules/s"][2] == "PASS"

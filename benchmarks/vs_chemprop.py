@@ -248,7 +248,8 @@ def run_ddpx(recipe: str, data: Path, overrides: list[str], seed: int, nproc: in
     summary = json.loads((run_dir / "summary.json").read_text())
     lines = (run_dir / "metrics.jsonl").read_text().splitlines()
     rows = [row for row in map(json.loads, filter(None, lines)) if "epoch_s" in row]
-    keep_ops(run_dir / "profile" / "ops.txt", profile_dir, f"ddpx{nproc}-seed{seed}")
+    keep_ops(run_dir / "profile" / "ops.txt", profile_dir,
+             f"ddpx{nproc}{'_loss' if select_by == 'loss' else ''}-seed{seed}")
     return {"value": summary["heldout"]["heldout_roc_auc"],
             "epoch_s": statistics.mean(train_size / row["samples_per_s"] for row in rows),  # training only
             "whole_epoch_s": statistics.mean(row["epoch_s"] for row in rows), "wall_s": wall,

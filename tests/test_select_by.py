@@ -16,7 +16,9 @@ from conftest import TEST_RECIPES
 from ddpx.cli.summary_table import print_summary
 from ddpx.contract.records import RunSummary
 from ddpx.plugin_host.registry import load_registry
+from ddpx.api import UserError
 from ddpx.rank.epochs import is_better
+from ddpx.rank.resume import check_resumable
 from ddpx.records.tracking import result_note
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
@@ -31,6 +33,20 @@ def test_by_loss_the_lower_dev_loss_wins_and_a_tie_goes_to_the_better_metric():
     assert is_better(0.10, 9.0, None, accuracy, "loss")  # the first epoch is the best so far
     # the default rule on the same results: the metric decides
     assert not is_better(0.80, 0.25, best, accuracy) and is_better(0.95, 0.35, best, accuracy)
+    rmse = load_registry().get("metrics", "rmse")  # lower is better: a loss tie goes to the lower metric
+    assert is_better(0.4, 0.30, (0.5, 0.30), rmse, "loss") and not is_better(0.6, 0.30, (0.5, 0.30), rmse, "loss")
+    assert is_better(float("nan"), 0.2, best, accuracy, "loss")  # by loss, an undefined dev metric does not stop it
+
+
+def test_a_checkpoint_cannot_resume_under_the_other_rule():
+    state = {"model": {}, "optimizer": {}, "epoch": 2, "ranks": [],
+             "recipe": {"model": {"name": "mlp"}, "train": {"select_by": "metric"}}}
+    config = {"model": {"name": "mlp"}, "train": {"select_by": "loss", "wrapper": "ddp"}}
+    with pytest.raises(UserError, match="Resume it with train.select_by=metric"):
+        check_resumable(state, "last.pt", config)
+    check_resumable(state, "last.pt", {**config, "train": {"select_by": "metric", "wrapper": "ddp"}})
+    del state["recipe"]["train"]["select_by"]  # a checkpoint from before the key: kept by the metric
+    check_resumable(state, "last.pt", {**config, "train": {"select_by": "metric", "wrapper": "ddp"}})
 
 
 @pytest.mark.slow

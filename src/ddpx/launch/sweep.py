@@ -65,7 +65,8 @@ class Sweep:
 
     def best(self) -> Trial | None:
         """The finished trial with the best dev metric (ties: the earlier trial)."""
-        scored = [t for t in self.trials if t.status == "FINISHED" and t.summary and t.summary.best_dev is not None]
+        scored = [t for t in self.trials if t.status == "FINISHED" and t.summary and t.summary.best_dev is not None
+                  and t.summary.best_dev == t.summary.best_dev]  # a NaN dev metric (an epoch kept by its dev loss) ranks nowhere
         if not scored:
             return None
         higher = scored[0].summary.greater_is_better

@@ -80,6 +80,11 @@ def check_resumable(state: dict[str, Any], source: Path | str, config: dict[str,
     if state.get("recipe", {}).get("model") != config["model"]:
         raise UserError(f"checkpoint '{source}' was written for another model ({state.get('recipe', {}).get('model')}); "
                         "resume it with the recipe that wrote it.")
+    written_by = state.get("recipe", {}).get("train", {}).get("select_by", "metric")
+    if written_by != config["train"]["select_by"]:
+        raise UserError(f"checkpoint '{source}' kept its best epoch by train.select_by={written_by}, and this run "
+                        f"asks for train.select_by={config['train']['select_by']}: the best so far would mix the two "
+                        f"rules. Resume it with train.select_by={written_by}, or start the run afresh.")
     if sharded is not None and bool(state.get("sharded")) != sharded:
         written = state.get("recipe", {}).get("train", {}).get("wrapper", "another wrapper")
         raise UserError(f"checkpoint '{source}' holds {'sharded' if state.get('sharded') else 'whole'} weights and "

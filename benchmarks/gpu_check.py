@@ -270,14 +270,15 @@ class Checks:
                 between=lambda: self.resnet_run(stem, batch, epochs=2 if self.dry else 4, channels_last=channels_last,
                                                 compile_=compile_, profile_steps=DRY_PROFILE_STEPS if self.dry else 0))
             timed = [e["samples_per_s"] for e in run.epochs[1:] or run.epochs]  # the epochs after the first
-            ours, plain = statistics.median(timed), statistics.median(before + after)
+            plain_windows = before + after
+            ours, plain = statistics.median(timed), statistics.median(plain_windows)
             ratio = ours / plain
             judged = stem == "cifar" and not self.dry
             status = ("PASS" if ratio >= 0.97 else "FAIL") if judged else "INFO"
             why = ("" if judged else " (not judged on a dry run)" if self.dry else
                    " (not judged: launch-bound, so the host's speed, not ddpx, sets the ratio)")
-            spread = (f"; epochs {min(timed):,.0f}–{max(timed):,.0f}, plain windows {min(before + after):,.0f}–"
-                      f"{max(before + after):,.0f} (medians {statistics.median(before):,.0f} before ddpx's run, "
+            spread = (f"; epochs {min(timed):,.0f}–{max(timed):,.0f}, plain windows {min(plain_windows):,.0f}–"
+                      f"{max(plain_windows):,.0f} (medians {statistics.median(before):,.0f} before ddpx's run, "
                       f"{statistics.median(after):,.0f} after)")
             yield Row(name, f"{ours:,.0f} vs {plain:,.0f} images/s ({ratio:.2f})", status,
                       f"{self.where}; ddpx against a plain loop, medians, goal >= 0.97" + spread + why)

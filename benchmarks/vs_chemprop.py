@@ -230,8 +230,10 @@ def keep_ops(ops: Path, profile_dir: Path | None, name: str) -> None:
         (profile_dir / f"{name}-ops.txt").write_text(ops.read_text(encoding="utf-8"), encoding="utf-8")
 
 
-def run_ddpx(recipe: str, data: Path, overrides: list[str], seed: int, nproc: int, epochs: int, workdir: Path,
-             train_size: int, profile_steps: int = 0, profile_dir: Path | None = None, select_by: str = "metric") -> dict:
+def run_ddpx(run: str, recipe: str, data: Path, overrides: list[str], seed: int, epochs: int, workdir: Path,
+             train_size: int, profile_steps: int = 0, profile_dir: Path | None = None) -> dict:
+    """One of the ddpx runs (``ddpx<ranks>``, ``ddpx<ranks>_loss``: see ``LABELS``)."""
+    nproc, select_by = int(run[4]), "loss" if run.endswith("_loss") else "metric"
     batch = 64 // nproc  # Chemprop's 64 molecules per optimizer step, whatever the number of ranks
     cmd = [sys.executable, "-m", "ddpx", "recipe", recipe, "--tracking", "none", "--launcher", "spawn",
            "--nproc", str(nproc), f"dataset.path={data.resolve()}", *overrides, f"train.seed={seed}",
@@ -248,8 +250,7 @@ def run_ddpx(recipe: str, data: Path, overrides: list[str], seed: int, nproc: in
     summary = json.loads((run_dir / "summary.json").read_text())
     lines = (run_dir / "metrics.jsonl").read_text().splitlines()
     rows = [row for row in map(json.loads, filter(None, lines)) if "epoch_s" in row]
-    keep_ops(run_dir / "profile" / "ops.txt", profile_dir,
-             f"ddpx{nproc}{'_loss' if select_by == 'loss' else ''}-seed{seed}")
+    keep_ops(run_dir / "profile" / "ops.txt", profile_dir, f"{run}-seed{seed}")
     return {"value": summary["heldout"]["heldout_roc_auc"],
             "epoch_s": statistics.mean(train_size / row["samples_per_s"] for row in rows),  # training only
             "whole_epoch_s": statistics.mean(row["epoch_s"] for row in rows), "wall_s": wall,
@@ -317,9 +318,8 @@ def main() -> None:
                     result = run_chemprop(folder, names, (heldout_smiles, heldout_targets), seed, tracking, args.epochs,
                                           args.profile_steps, args.profile_dir)
                 else:
-                    result = run_ddpx(recipe, args.data, overrides, seed, int(run[4]), args.epochs, folder,
-                                      train_size, args.profile_steps, args.profile_dir,
-                                      "loss" if run.endswith("_loss") else "metric")
+                    result = run_ddpx(run, recipe, args.data, overrides, seed, args.epochs, folder, train_size,
+                                      args.profile_steps, args.profile_dir)
                 results[run].append(result)
                 print(f"seed {seed} {run}: {json.dumps(result)}", file=sys.stderr, flush=True)
     print(f"{date.today()}: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import itertools
+import math
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -66,7 +67,7 @@ class Sweep:
     def best(self) -> Trial | None:
         """The finished trial with the best dev metric (ties: the earlier trial)."""
         scored = [t for t in self.trials if t.status == "FINISHED" and t.summary and t.summary.best_dev is not None
-                  and t.summary.best_dev == t.summary.best_dev]  # a NaN dev metric (an epoch kept by its dev loss) ranks nowhere
+                  and not math.isnan(t.summary.best_dev)]  # NaN: an epoch kept by its dev loss, its metric undefined
         if not scored:
             return None
         higher = scored[0].summary.greater_is_better

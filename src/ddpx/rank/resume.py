@@ -77,16 +77,17 @@ def check_resumable(state: dict[str, Any], source: Path | str, config: dict[str,
     if missing:
         raise UserError(f"checkpoint '{source}' cannot resume a run: it lacks {', '.join(sorted(missing))}. "
                         "Use a last.pt written by ddpx, or start the run afresh.")
-    if state.get("recipe", {}).get("model") != config["model"]:
-        raise UserError(f"checkpoint '{source}' was written for another model ({state.get('recipe', {}).get('model')}); "
+    written = state.get("recipe", {})  # the recipe the checkpoint was written with
+    if written.get("model") != config["model"]:
+        raise UserError(f"checkpoint '{source}' was written for another model ({written.get('model')}); "
                         "resume it with the recipe that wrote it.")
-    written_by = state.get("recipe", {}).get("train", {}).get("select_by", "metric")
+    written_by = written.get("train", {}).get("select_by", "metric")
     if written_by != config["train"]["select_by"]:
         raise UserError(f"checkpoint '{source}' kept its best epoch by train.select_by={written_by}, and this run "
                         f"asks for train.select_by={config['train']['select_by']}: the best so far would mix the two "
                         f"rules. Resume it with train.select_by={written_by}, or start the run afresh.")
     if sharded is not None and bool(state.get("sharded")) != sharded:
-        written = state.get("recipe", {}).get("train", {}).get("wrapper", "another wrapper")
+        wrapper = written.get("train", {}).get("wrapper", "another wrapper")
         raise UserError(f"checkpoint '{source}' holds {'sharded' if state.get('sharded') else 'whole'} weights and "
-                        f"optimizer state (written with train.wrapper={written}), which train.wrapper="
-                        f"{config['train']['wrapper']} cannot continue. Resume it with train.wrapper={written}.")
+                        f"optimizer state (written with train.wrapper={wrapper}), which train.wrapper="
+                        f"{config['train']['wrapper']} cannot continue. Resume it with train.wrapper={wrapper}.")

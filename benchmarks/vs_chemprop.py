@@ -286,6 +286,22 @@ def phases_row(label: str, results: list[dict]) -> str:
     return f"| {label} | {cells} | {training - sum(means):.3f} | {training:.3f} |"
 
 
+def pairs_table(runs: list[str], seeds: list[int], results: dict[str, list[dict]], alternate: bool) -> list[str]:
+    """Seed by seed, the second run's training epoch against the first's (two runs only): with
+    ``--alternate`` half the pairs ran in each order, so drift within a pair cannot favour one side."""
+    first, second = runs
+    lines = [f"| seed | ran first | {first}, s/epoch training | {second} | {second} / {first} |",
+             "| --- | --- | --- | --- | --- |"]
+    ratios = []
+    for turn, seed in enumerate(seeds):
+        a, b = results[first][turn]["epoch_s"], results[second][turn]["epoch_s"]
+        ratios.append(b / a)
+        lines.append(f"| {seed} | {second if alternate and turn % 2 else first} | {a:.2f} | {b:.2f} | {b / a:.3f} |")
+    lines.append(f"\nmedian {second} / {first}: {statistics.median(ratios):.3f} over {len(ratios)} pairs "
+                 f"({min(ratios):.3f}–{max(ratios):.3f})")
+    return lines
+
+
 def main() -> None:
     if len(sys.argv) > 3 and sys.argv[1] == "--clocked-chemprop":
         clocked_chemprop(Path(sys.argv[2]), sys.argv[4:], int(sys.argv[3]))
@@ -298,6 +314,9 @@ def main() -> None:
     parser.add_argument("--runs", nargs="+", default=["chemprop_loss", "chemprop_roc", "ddpx1", "ddpx2"],
                         choices=list(LABELS), help="ddpxN: N ranks, the epoch of the best dev ROC-AUC (ddpx's "
                         "default); ddpxN_loss: of the lowest dev loss (train.select_by=loss, Chemprop's default)")
+    parser.add_argument("--alternate", action="store_true",
+                        help="run the --runs in reverse order on every other seed, so that the machine's drift "
+                        "within a seed's runs falls on each side alike")
     parser.add_argument("--profile-steps", type=int, default=0,
                         help="trace this many optimizer steps of every run with torch.profiler (0: none)")
     parser.add_argument("--profile-dir", type=Path, help="where each run's operator table goes (with --profile-steps)")
@@ -311,8 +330,8 @@ def main() -> None:
         folder = Path(tmp)
         names, heldout_smiles, heldout_targets = write_chemprop_inputs(recipe, args.data, overrides, folder)
         train_size = len(json.loads((folder / "splits.json").read_text())[0]["train"])
-        for seed in args.seeds:
-            for run in args.runs:
+        for turn, seed in enumerate(args.seeds):
+            for run in (args.runs[::-1] if args.alternate and turn % 2 else args.runs):
                 if run.startswith("chemprop"):
                     tracking = "val_loss" if run == "chemprop_loss" else "roc"
                     result = run_chemprop(folder, names, (heldout_smiles, heldout_targets), seed, tracking, args.epochs,
@@ -335,6 +354,9 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for run in args.runs:
         print(phases_row(labels[run], results[run]))
+    if len(args.runs) == 2:
+        print("\nPairs, seed by seed:\n")
+        print("\n".join(pairs_table(args.runs, args.seeds, results, args.alternate)))
 
 
 if __name__ == "__main__":

@@ -35,8 +35,8 @@ one to ``on_train_batch_start``; forward to ``on_before_backward``, backward to
 ``on_after_backward``, the step from ``on_before_optimizer_step`` to ``on_train_batch_end``), ddpx's
 from ``train.time_phases=true`` (rank 0's, on 2 ranks; backward includes DDP's all-reduce).
 
-``--alternate`` runs the ``--runs`` in reverse order on every other seed (Chemprop first on seeds
-0, 2, ..., ddpx first on 1, 3, ...), so that a machine that drifts from minute to minute favours
+``--alternate`` runs the ``--runs`` in reverse order on every other seed (in their order first on the
+first, third, ... of ``--seeds``, reversed on the second, fourth, ...), so that a machine that drifts favours
 neither side; with two runs a third table puts each seed's pair side by side with its ratio.
 
 ``--profile-steps N --profile-dir DIR`` traces the same optimizer steps of both loops with

@@ -35,9 +35,9 @@ one to ``on_train_batch_start``; forward to ``on_before_backward``, backward to
 ``on_after_backward``, the step from ``on_before_optimizer_step`` to ``on_train_batch_end``), ddpx's
 from ``train.time_phases=true`` (rank 0's, on 2 ranks; backward includes DDP's all-reduce).
 
-``--alternate`` runs the ``--runs`` in reverse order on every other seed (in their order first on the
-first, third, ... of ``--seeds``, reversed on the second, fourth, ...), so that a machine that drifts favours
-neither side; with two runs a third table puts each seed's pair side by side with its ratio.
+``--alternate`` runs the ``--runs`` in reverse order on every other seed (as given on the first,
+third, ... of ``--seeds``, reversed on the second, fourth, ...), so that a machine that drifts
+favours neither side; with two runs a third table puts each seed's pair side by side with its ratio.
 
 ``--profile-steps N --profile-dir DIR`` traces the same optimizer steps of both loops with
 ``torch.profiler`` — ddpx through ``train.profile_steps``, Chemprop through the same profiler class

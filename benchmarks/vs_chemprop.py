@@ -290,6 +290,11 @@ def phases_row(label: str, results: list[dict]) -> str:
     return f"| {label} | {cells} | {training - sum(means):.3f} | {training:.3f} |"
 
 
+def run_order(runs: list[str], turn: int, alternate: bool) -> list[str]:
+    """The order of a seed's runs: as given, or with ``--alternate`` reversed on every other seed."""
+    return runs[::-1] if alternate and turn % 2 else runs
+
+
 def pairs_table(runs: list[str], seeds: list[int], results: dict[str, list[dict]], alternate: bool) -> list[str]:
     """Seed by seed, the second run's training epoch against the first's (two runs only): with
     ``--alternate`` half the pairs ran in each order, so drift within a pair cannot favour one side."""
@@ -300,7 +305,7 @@ def pairs_table(runs: list[str], seeds: list[int], results: dict[str, list[dict]
     for turn, seed in enumerate(seeds):
         a, b = results[first][turn]["epoch_s"], results[second][turn]["epoch_s"]
         ratios.append(b / a)
-        lines.append(f"| {seed} | {second if alternate and turn % 2 else first} | {a:.2f} | {b:.2f} | {b / a:.3f} |")
+        lines.append(f"| {seed} | {run_order(runs, turn, alternate)[0]} | {a:.2f} | {b:.2f} | {b / a:.3f} |")
     lines.append(f"\nmedian {second} / {first}: {statistics.median(ratios):.3f} over {len(ratios)} pairs "
                  f"({min(ratios):.3f}–{max(ratios):.3f})")
     return lines
@@ -335,7 +340,7 @@ def main() -> None:
         names, heldout_smiles, heldout_targets = write_chemprop_inputs(recipe, args.data, overrides, folder)
         train_size = len(json.loads((folder / "splits.json").read_text())[0]["train"])
         for turn, seed in enumerate(args.seeds):
-            for run in (args.runs[::-1] if args.alternate and turn % 2 else args.runs):
+            for run in run_order(args.runs, turn, args.alternate):
                 if run.startswith("chemprop"):
                     tracking = "val_loss" if run == "chemprop_loss" else "roc"
                     result = run_chemprop(folder, names, (heldout_smiles, heldout_targets), seed, tracking, args.epochs,

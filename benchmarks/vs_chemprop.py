@@ -58,9 +58,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+from typing import Callable
 
+from lockstep import DONE, LOCKSTEP_ENV, make_pipes, turns_from_env  # beside this file
 from moleculenet_quality import commit  # beside this file: the commit each table names
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,6 +143,7 @@ def clocked_chemprop(record: Path, argv: list[str], profile_steps: int = 0) -> N
 
     profiler = StepProfiler(profile_steps, torch.device("cpu"), record.parent / f"{record.stem}-profile",
                             lambda line: print(line, file=sys.stderr))
+    turns = turns_from_env()  # --lockstep
 
     class EpochClock(pl.Callback):
         rows: list = []
@@ -174,14 +178,22 @@ def clocked_chemprop(record: Path, argv: list[str], profile_steps: int = 0) -> N
                 self.validation = time.perf_counter()
                 profiler.epoch_ended()
 
+        def on_train_start(self, trainer, module):
+            if turns:
+                turns.start()
+
         def on_fit_end(self, trainer, module):
             profiler.close()
+            if turns:
+                turns.finish()
 
         def on_train_epoch_end(self, trainer, module):
             end = time.perf_counter()
             self.rows.append({"train_s": (self.validation or end) - self.start, "epoch_s": end - self.start,
                               **self.phases})
             record.write_text(json.dumps(self.rows), encoding="utf-8")
+            if turns:
+                turns.give()
 
     clock, base = EpochClock(), pl.Trainer
 
@@ -196,8 +208,18 @@ def clocked_chemprop(record: Path, argv: list[str], profile_steps: int = 0) -> N
     main()
 
 
+@dataclass
+class Launch:
+    """One run's command, and how to read its result once it has exited (given its wall time)."""
+
+    cmd: list[str]
+    read: Callable[[float], dict]
+    cwd: Path | None = None
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+
 def run_chemprop(folder: Path, names: list[str], heldout: tuple[list, list], seed: int, tracking: str,
-                 epochs: int, profile_steps: int = 0, profile_dir: Path | None = None) -> dict:
+                 epochs: int, profile_steps: int = 0, profile_dir: Path | None = None) -> Launch:
     out = folder / f"chemprop-{tracking}-seed{seed}"
     clock = folder / f"clock-{tracking}-seed{seed}.json"
     cmd = [sys.executable, __file__, "--clocked-chemprop", str(clock), str(profile_steps), "train", "--data-path", str(folder / "chemprop.csv"),
@@ -205,24 +227,24 @@ def run_chemprop(folder: Path, names: list[str], heldout: tuple[list, list], see
            "--target-columns", *names, "--epochs", str(epochs), "--batch-size", "64", "--pytorch-seed", str(seed),
            "--data-seed", str(seed), "--accelerator", "cpu", "--devices", "1", "--num-workers", "0",
            "--metrics", "roc", "--tracking-metric", tracking, "--output-dir", str(out)]
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
-    wall = time.perf_counter() - start
-    if proc.returncode:
-        raise SystemExit(f"chemprop failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    (predictions,) = sorted(out.rglob("test_predictions.csv"))
-    with predictions.open(encoding="utf-8") as handle:
-        table = list(csv.DictReader(handle))
-    smiles, targets = heldout
-    if [r["smiles"] for r in table] != smiles:
-        raise SystemExit(f"Chemprop's test molecules are not ddpx's held-out molecules, in order ({predictions})")
-    scores = [[float(r[n]) for n in names] for r in table]  # the target columns hold Chemprop's probabilities
-    run = "chemprop_loss" if tracking == "val_loss" else "chemprop_roc"
-    keep_ops(folder / f"{clock.stem}-profile" / "ops.txt", profile_dir, f"{run}-seed{seed}")
-    epochs_seen = json.loads(clock.read_text(encoding="utf-8"))
-    return {"value": roc_auc(targets, scores), "epoch_s": statistics.mean(e["train_s"] for e in epochs_seen),
-            "whole_epoch_s": statistics.mean(e["epoch_s"] for e in epochs_seen), "wall_s": wall,
-            **{phase: statistics.mean(e[phase] for e in epochs_seen) for phase in PHASES}}
+
+    def read(wall: float) -> dict:
+        (predictions,) = sorted(out.rglob("test_predictions.csv"))
+        with predictions.open(encoding="utf-8") as handle:
+            table = list(csv.DictReader(handle))
+        smiles, targets = heldout
+        if [r["smiles"] for r in table] != smiles:
+            raise SystemExit(f"Chemprop's test molecules are not ddpx's held-out molecules, in order ({predictions})")
+        scores = [[float(r[n]) for n in names] for r in table]  # the target columns hold Chemprop's probabilities
+        run = "chemprop_loss" if tracking == "val_loss" else "chemprop_roc"
+        keep_ops(folder / f"{clock.stem}-profile" / "ops.txt", profile_dir, f"{run}-seed{seed}")
+        epochs_seen = json.loads(clock.read_text(encoding="utf-8"))
+        return {"value": roc_auc(targets, scores), "epoch_s": statistics.mean(e["train_s"] for e in epochs_seen),
+                "whole_epoch_s": statistics.mean(e["epoch_s"] for e in epochs_seen), "wall_s": wall,
+                **{phase: statistics.mean(e[phase] for e in epochs_seen) for phase in PHASES},
+                "epochs": [e["train_s"] for e in epochs_seen]}
+
+    return Launch(cmd, read, env={**os.environ, "COLUMNS": "200"})
 
 
 def keep_ops(ops: Path, profile_dir: Path | None, name: str) -> None:
@@ -235,7 +257,7 @@ def keep_ops(ops: Path, profile_dir: Path | None, name: str) -> None:
 
 
 def run_ddpx(run: str, recipe: str, data: Path, overrides: list[str], seed: int, epochs: int, workdir: Path,
-             train_size: int, profile_steps: int = 0, profile_dir: Path | None = None) -> dict:
+             train_size: int, profile_steps: int = 0, profile_dir: Path | None = None) -> Launch:
     """One of the ddpx runs (``ddpx<ranks>``, ``ddpx<ranks>_loss``: see ``LABELS``)."""
     nproc, select_by = int(run[4]), "loss" if run.endswith("_loss") else "metric"
     batch = 64 // nproc  # Chemprop's 64 molecules per optimizer step, whatever the number of ranks
@@ -245,20 +267,65 @@ def run_ddpx(run: str, recipe: str, data: Path, overrides: list[str], seed: int,
            f"train.profile_steps={profile_steps}", f"train.select_by={select_by}"]
     runs = workdir / "ddpx-runs"
     before = set(runs.glob("*")) if runs.is_dir() else set()
+
+    def read(wall: float) -> dict:
+        (run_dir,) = set(runs.glob("*")) - before
+        summary = json.loads((run_dir / "summary.json").read_text())
+        lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+        rows = [row for row in map(json.loads, filter(None, lines)) if "epoch_s" in row]
+        keep_ops(run_dir / "profile" / "ops.txt", profile_dir, f"{run}-seed{seed}")
+        return {"value": summary["heldout"]["heldout_roc_auc"],
+                "epoch_s": statistics.mean(train_size / row["samples_per_s"] for row in rows),  # training only
+                "whole_epoch_s": statistics.mean(row["epoch_s"] for row in rows), "wall_s": wall,
+                **{phase: statistics.mean(row[phase] for row in rows) for phase in PHASES},
+                "epochs": [train_size / row["samples_per_s"] for row in rows]}
+
+    return Launch(cmd, read, cwd=workdir)
+
+
+def run_alone(name: str, launch: Launch) -> dict:
+    """Run one launch to its end and read its result."""
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True)
+    proc = subprocess.run(launch.cmd, cwd=launch.cwd, env=launch.env, capture_output=True, text=True)
     wall = time.perf_counter() - start
     if proc.returncode:
-        raise SystemExit(f"ddpx failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    (run_dir,) = set(runs.glob("*")) - before
-    summary = json.loads((run_dir / "summary.json").read_text())
-    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
-    rows = [row for row in map(json.loads, filter(None, lines)) if "epoch_s" in row]
-    keep_ops(run_dir / "profile" / "ops.txt", profile_dir, f"{run}-seed{seed}")
-    return {"value": summary["heldout"]["heldout_roc_auc"],
-            "epoch_s": statistics.mean(train_size / row["samples_per_s"] for row in rows),  # training only
-            "whole_epoch_s": statistics.mean(row["epoch_s"] for row in rows), "wall_s": wall,
-            **{phase: statistics.mean(row[phase] for row in rows) for phase in PHASES}}
+        raise SystemExit(f"{name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return launch.read(wall)
+
+
+def run_in_lockstep(launches: dict[str, Launch], folder: Path) -> dict[str, dict]:
+    """Start the two launches together, taking turns epoch by epoch (:mod:`lockstep`), the first
+    named going first; read both results. Each one's wall time runs from the common start to its
+    exit, its waits included."""
+    (first, a), (second, b) = launches.items()
+    pipes = make_pipes(str(folder), [first, second])
+    plugins = ",".join(filter(None, [os.environ.get("DDPX_PLUGINS"), "lockstep"]))
+    path = os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))
+    for name, other, role, launch in ((first, second, "first", a), (second, first, "second", b)):
+        launch.env.update({LOCKSTEP_ENV: f"{pipes[name]}:{pipes[other]}:{role}", "DDPX_PLUGINS": plugins,
+                           "PYTHONPATH": path})
+    start, procs, walls = time.perf_counter(), {}, {}
+    logs = {name: (folder / f"{name}.log").open("w+") for name in launches}
+    for name, launch in launches.items():
+        procs[name] = subprocess.Popen(launch.cmd, cwd=launch.cwd, env=launch.env, stdout=logs[name],
+                                       stderr=subprocess.STDOUT, text=True)
+    while len(walls) < 2:
+        for name, proc in procs.items():
+            if name not in walls and proc.poll() is not None:
+                walls[name] = time.perf_counter() - start
+                other = second if name == first else first
+                fd = os.open(pipes[other], os.O_RDWR)  # it never waits for this one again
+                os.write(fd, DONE)
+                os.close(fd)
+        time.sleep(0.5)
+    results = {}
+    for name, proc in procs.items():
+        logs[name].seek(0)
+        if proc.returncode:
+            raise SystemExit(f"{name} failed:\n{logs[name].read()[-6000:]}")
+        results[name] = launches[name].read(walls[name])
+        os.unlink(pipes[name])
+    return results
 
 
 LABELS = {  # the runs --runs can name, as the tables label them
@@ -295,7 +362,8 @@ def run_order(runs: list[str], turn: int, alternate: bool) -> list[str]:
     return runs[::-1] if alternate and turn % 2 else runs
 
 
-def pairs_table(runs: list[str], seeds: list[int], results: dict[str, list[dict]], alternate: bool) -> list[str]:
+def pairs_table(runs: list[str], seeds: list[int], results: dict[str, list[dict]], alternate: bool,
+                lockstep: bool = False) -> list[str]:
     """Seed by seed, the second run's training epoch against the first's (two runs only): with
     ``--alternate`` half the pairs ran in each order, so drift within a pair cannot favour one side."""
     first, second = runs
@@ -308,6 +376,12 @@ def pairs_table(runs: list[str], seeds: list[int], results: dict[str, list[dict]
         lines.append(f"| {seed} | {run_order(runs, turn, alternate)[0]} | {a:.2f} | {b:.2f} | {b / a:.3f} |")
     lines.append(f"\nmedian {second} / {first}: {statistics.median(ratios):.3f} over {len(ratios)} pairs "
                  f"({min(ratios):.3f}–{max(ratios):.3f})")
+    if lockstep:  # epoch i of one run lies between epochs i and i + 1 of the other: each a pair too
+        by_epoch = [b / a for turn in range(len(seeds))
+                    for a, b in zip(results[first][turn]["epochs"], results[second][turn]["epochs"])]
+        slower = sum(ratio > 1 for ratio in by_epoch)
+        lines.append(f"epoch by epoch (lockstep): median {second} / {first} {statistics.median(by_epoch):.3f} over "
+                     f"{len(by_epoch)} pairs of epochs, {second} the longer in {slower}")
     return lines
 
 
@@ -326,12 +400,17 @@ def main() -> None:
     parser.add_argument("--alternate", action="store_true",
                         help="run the --runs in reverse order on every other seed, so that the machine's drift "
                         "within a seed's runs falls on each side alike")
+    parser.add_argument("--lockstep", action="store_true",
+                        help="two one-process runs started together, taking turns epoch by epoch (each trains "
+                        "while the other waits): drift between minutes falls on both alike")
     parser.add_argument("--profile-steps", type=int, default=0,
                         help="trace this many optimizer steps of every run with torch.profiler (0: none)")
     parser.add_argument("--profile-dir", type=Path, help="where each run's operator table goes (with --profile-steps)")
     args = parser.parse_args()
     if bool(args.profile_steps) != bool(args.profile_dir):
         parser.error("--profile-steps and --profile-dir go together")
+    if args.lockstep and (len(args.runs) != 2 or any(run.startswith("ddpx2") for run in args.runs)):
+        parser.error("--lockstep takes two --runs of one process each (chemprop_*, ddpx1, ddpx1_loss)")
     recipe, overrides = SETS[args.set]
     labels = {run: label.format(recipe=recipe) for run, label in LABELS.items()}
     results: dict[str, list[dict]] = {run: [] for run in args.runs}
@@ -340,16 +419,22 @@ def main() -> None:
         names, heldout_smiles, heldout_targets = write_chemprop_inputs(recipe, args.data, overrides, folder)
         train_size = len(json.loads((folder / "splits.json").read_text())[0]["train"])
         for turn, seed in enumerate(args.seeds):
+            launches = {}
             for run in run_order(args.runs, turn, args.alternate):
                 if run.startswith("chemprop"):
                     tracking = "val_loss" if run == "chemprop_loss" else "roc"
-                    result = run_chemprop(folder, names, (heldout_smiles, heldout_targets), seed, tracking, args.epochs,
-                                          args.profile_steps, args.profile_dir)
+                    launches[run] = run_chemprop(folder, names, (heldout_smiles, heldout_targets), seed, tracking,
+                                                 args.epochs, args.profile_steps, args.profile_dir)
                 else:
-                    result = run_ddpx(run, recipe, args.data, overrides, seed, args.epochs, folder, train_size,
-                                      args.profile_steps, args.profile_dir)
-                results[run].append(result)
-                print(f"seed {seed} {run}: {json.dumps(result)}", file=sys.stderr, flush=True)
+                    launches[run] = run_ddpx(run, recipe, args.data, overrides, seed, args.epochs, folder,
+                                             train_size, args.profile_steps, args.profile_dir)
+                if not args.lockstep:  # one after the other: each builds its command as its turn comes
+                    results[run].append(run_alone(run, launches.pop(run)))
+                    print(f"seed {seed} {run}: {json.dumps(results[run][-1])}", file=sys.stderr, flush=True)
+            if args.lockstep:
+                for run, result in run_in_lockstep(launches, folder).items():
+                    results[run].append(result)
+                    print(f"seed {seed} {run}: {json.dumps(result)}", file=sys.stderr, flush=True)
     print(f"{date.today()}: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "
           f"commit {commit()}; {args.set} ({args.data.name}), MoleculeNet's scaffold split 80/10/10 as ddpx makes it "
           f"({len(heldout_smiles)} held-out molecules), {args.epochs} epochs, seeds {' '.join(map(str, args.seeds))}\n")
@@ -365,7 +450,7 @@ def main() -> None:
         print(phases_row(labels[run], results[run]))
     if len(args.runs) == 2:
         print("\nPairs, seed by seed:\n")
-        print("\n".join(pairs_table(args.runs, args.seeds, results, args.alternate)))
+        print("\n".join(pairs_table(args.runs, args.seeds, results, args.alternate, args.lockstep)))
 
 
 if __name__ == "__main__":

@@ -39,6 +39,12 @@ from ``train.time_phases=true`` (rank 0's, on 2 ranks; backward includes DDP's a
 third, ... of ``--seeds``, reversed on the second, fourth, ...), so that a machine that drifts
 favours neither side; with two runs a third table puts each seed's pair side by side with its ratio.
 
+``--lockstep`` (two runs of one process each) starts the pair together and lets them take turns
+epoch by epoch (:mod:`lockstep`: each trains one epoch, with its dev evaluation, while the other
+waits blocked on a pipe), so that every epoch of one lies between two of the other's and the
+machine's drift falls on both alike; the pairs table then adds the median ratio over all pairs
+of epochs. Each run's wall time then includes its waits.
+
 ``--profile-steps N --profile-dir DIR`` traces the same optimizer steps of both loops with
 ``torch.profiler`` — ddpx through ``train.profile_steps``, Chemprop through the same profiler class
 driven from the callback (steps counted alike, the trace ending before the first validation) —

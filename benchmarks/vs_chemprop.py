@@ -245,10 +245,10 @@ def run_chemprop(folder: Path, names: list[str], heldout: tuple[list, list], see
         run = "chemprop_loss" if tracking == "val_loss" else "chemprop_roc"
         keep_ops(folder / f"{clock.stem}-profile" / "ops.txt", profile_dir, f"{run}-seed{seed}")
         epochs_seen = json.loads(clock.read_text(encoding="utf-8"))
-        return {"value": roc_auc(targets, scores), "epoch_s": statistics.mean(e["train_s"] for e in epochs_seen),
+        training = [e["train_s"] for e in epochs_seen]
+        return {"value": roc_auc(targets, scores), "epoch_s": statistics.mean(training), "epochs": training,
                 "whole_epoch_s": statistics.mean(e["epoch_s"] for e in epochs_seen), "wall_s": wall,
-                **{phase: statistics.mean(e[phase] for e in epochs_seen) for phase in PHASES},
-                "epochs": [e["train_s"] for e in epochs_seen]}
+                **{phase: statistics.mean(e[phase] for e in epochs_seen) for phase in PHASES}}
 
     return Launch(cmd, read, env={**os.environ, "COLUMNS": "200"})
 
@@ -280,11 +280,10 @@ def run_ddpx(run: str, recipe: str, data: Path, overrides: list[str], seed: int,
         lines = (run_dir / "metrics.jsonl").read_text().splitlines()
         rows = [row for row in map(json.loads, filter(None, lines)) if "epoch_s" in row]
         keep_ops(run_dir / "profile" / "ops.txt", profile_dir, f"{run}-seed{seed}")
-        return {"value": summary["heldout"]["heldout_roc_auc"],
-                "epoch_s": statistics.mean(train_size / row["samples_per_s"] for row in rows),  # training only
+        training = [train_size / row["samples_per_s"] for row in rows]  # training only
+        return {"value": summary["heldout"]["heldout_roc_auc"], "epoch_s": statistics.mean(training), "epochs": training,
                 "whole_epoch_s": statistics.mean(row["epoch_s"] for row in rows), "wall_s": wall,
-                **{phase: statistics.mean(row[phase] for row in rows) for phase in PHASES},
-                "epochs": [train_size / row["samples_per_s"] for row in rows]}
+                **{phase: statistics.mean(row[phase] for row in rows) for phase in PHASES}}
 
     return Launch(cmd, read, cwd=workdir)
 

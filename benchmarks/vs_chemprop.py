@@ -414,6 +414,8 @@ def main() -> None:
     args = parser.parse_args()
     if bool(args.profile_steps) != bool(args.profile_dir):
         parser.error("--profile-steps and --profile-dir go together")
+    if args.epochs <= 2 and any(run.startswith("chemprop") for run in args.runs):
+        parser.error("chemprop train needs more epochs than its 2 warm-up epochs: --epochs 3 or more")
     if args.lockstep and (len(args.runs) != 2 or any(run.startswith("ddpx2") for run in args.runs)):
         parser.error("--lockstep takes two --runs of one process each (chemprop_*, ddpx1, ddpx1_loss)")
     recipe, overrides = SETS[args.set]

@@ -325,9 +325,10 @@ def run_in_lockstep(launches: dict[str, Launch], folder: Path) -> dict[str, dict
         time.sleep(0.5)
     results = {}
     for name, proc in procs.items():
-        logs[name].seek(0)
-        if proc.returncode:
-            raise SystemExit(f"{name} failed:\n{logs[name].read()[-6000:]}")
+        with logs[name] as log:
+            log.seek(0)
+            if proc.returncode:
+                raise SystemExit(f"{name} failed:\n{log.read()[-6000:]}")
         results[name] = launches[name].read(walls[name])
         os.unlink(pipes[name])
     return results

@@ -42,10 +42,27 @@ HERE = Path(__file__).resolve().parent
 
 def run_plain(epochs: int, nproc: int, folder: Path, train_size: int, backend: str) -> list[dict]:
     out = folder / "plain.json"
-    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-                    f"--log-dir={folder / 'torchrun-logs'}", str(HERE / "plain_ddp_mlp.py"), "--epochs", str(epochs),
-                    "--train-size", str(train_size), "--backend", backend, "--out", str(out)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            f"--nproc-per-node={nproc}",
+            f"--log-dir={folder / 'torchrun-logs'}",
+            str(HERE / "plain_ddp_mlp.py"),
+            "--epochs",
+            str(epochs),
+            "--train-size",
+            str(train_size),
+            "--backend",
+            backend,
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return json.loads(out.read_text())
 
 
@@ -54,10 +71,32 @@ def run_ddpx(epochs: int, nproc: int, folder: Path, train_size: int, backend: st
     batch = []
     if wrapper == "dp":  # one process drives every GPU: the same global batch as nproc DDP ranks
         batch, nproc = [f"train.batch_size={64 * nproc}"], 1
-    subprocess.run([sys.executable, "-m", "ddpx", "recipe", "mlp_synthetic", "--launcher", "torchrun", "--nproc",
-                    str(nproc), "--backend", backend, "--tracking", "none", "--run-dir", str(runs),
-                    f"train.max_epochs={epochs}", "train.patience=0", f"train.wrapper={wrapper}",
-                    f"dataset.train_size={train_size}", *batch], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ddpx",
+            "recipe",
+            "mlp_synthetic",
+            "--launcher",
+            "torchrun",
+            "--nproc",
+            str(nproc),
+            "--backend",
+            backend,
+            "--tracking",
+            "none",
+            "--run-dir",
+            str(runs),
+            f"train.max_epochs={epochs}",
+            "train.patience=0",
+            f"train.wrapper={wrapper}",
+            f"dataset.train_size={train_size}",
+            *batch,
+        ],
+        check=True,
+        capture_output=True,
+    )
     (run_dir,) = runs.iterdir()
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line]
     shutil.rmtree(runs)
@@ -88,8 +127,13 @@ def measure(args: argparse.Namespace) -> dict:
         label = f"ddpx, train.wrapper={wrapper}" + (" (one process)" if wrapper == "dp" else "")
         variants[label] = lambda f, wrapper=wrapper: run_ddpx(folder=f, wrapper=wrapper, **size)
     where = torch.cuda.get_device_name() if args.backend == "nccl" else f"{torch.get_num_threads()} CPU threads"
-    settings = {"machine": f"{platform.machine()}, {where}; torch {torch.__version__}", "backend": args.backend,
-                "nproc": args.nproc, "train_size": args.train_size, "epochs": args.epochs}
+    settings = {
+        "machine": f"{platform.machine()}, {where}; torch {torch.__version__}",
+        "backend": args.backend,
+        "nproc": args.nproc,
+        "train_size": args.train_size,
+        "epochs": args.epochs,
+    }
     run = {"settings": settings, "rates": {name: [] for name in variants}, "losses": {}}
     names = list(variants)
     with tempfile.TemporaryDirectory() as tmp:
@@ -112,8 +156,10 @@ def pool(paths: list[Path]) -> dict:
         raise SystemExit(f"cannot read a saved run: {exc}. Pass files written by --save.") from None
     for path, other in zip(paths[1:], runs[1:]):
         if other["settings"] != runs[0]["settings"]:
-            raise SystemExit(f"{path} was measured with other settings than {paths[0]}: "
-                             f"{other['settings']} against {runs[0]['settings']}")
+            raise SystemExit(
+                f"{path} was measured with other settings than {paths[0]}: "
+                f"{other['settings']} against {runs[0]['settings']}"
+            )
     names = [name for name in runs[0]["rates"] if all(name in other["rates"] for other in runs)]
     rates = {name: [rounds for run in runs for rounds in run["rates"][name]] for name in names}
     return {"settings": runs[0]["settings"], "rates": rates, "losses": runs[-1]["losses"]}
@@ -121,13 +167,17 @@ def pool(paths: list[Path]) -> dict:
 
 def report(run: dict) -> None:
     settings, rates = run["settings"], run["rates"]
-    print(f"machine: {settings['machine']}; {settings['backend']}, {settings['nproc']} ranks; "
-          "mlp_synthetic (4 x 256 MLP, batch 64 per rank); "
-          f"{settings['train_size']} training samples; {settings['epochs']} epochs x {len(rates[PLAIN])} rounds")
+    print(
+        f"machine: {settings['machine']}; {settings['backend']}, {settings['nproc']} ranks; "
+        "mlp_synthetic (4 x 256 MLP, batch 64 per rank); "
+        f"{settings['train_size']} training samples; {settings['epochs']} epochs x {len(rates[PLAIN])} rounds"
+    )
     base = statistics.median(rate for rounds in rates[PLAIN] for rate in rounds)
     plain_rounds = [statistics.median(rounds) for rounds in rates[PLAIN]]
-    print("\n| variant | samples/s (median) | middle half of the epochs | vs plain | vs plain, per round (median) "
-          "| middle half of the rounds | per round, mean ± standard error |")
+    print(
+        "\n| variant | samples/s (median) | middle half of the epochs | vs plain | vs plain, per round (median) "
+        "| middle half of the rounds | per round, mean ± standard error |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, by_round in rates.items():
         values = [rate for rounds in by_round for rate in rounds]
@@ -136,9 +186,11 @@ def report(run: dict) -> None:
         paired = [statistics.median(rounds) / plain for rounds, plain in zip(by_round, plain_rounds)]
         paired_low, paired_high = middle_half(paired)
         error = statistics.stdev(paired) / len(paired) ** 0.5 if len(paired) > 1 else float("nan")
-        print(f"| {name} | {median:,.0f} | {low:,.0f} – {high:,.0f} | {median / base:.3f} | "
-              f"{statistics.median(paired):.3f} | {paired_low:.3f} – {paired_high:.3f} | "
-              f"{statistics.fmean(paired):.3f} ± {error:.3f} |")
+        print(
+            f"| {name} | {median:,.0f} | {low:,.0f} – {high:,.0f} | {median / base:.3f} | "
+            f"{statistics.median(paired):.3f} | {paired_low:.3f} – {paired_high:.3f} | "
+            f"{statistics.fmean(paired):.3f} ± {error:.3f} |"
+        )
     losses = run["losses"]
     print("\n| epoch | " + " | ".join(losses) + " |")
     print("| --- |" + " --- |" * len(losses))
@@ -153,11 +205,19 @@ def main() -> None:
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("--train-size", type=int, default=40000, help="training samples (the epoch's length)")
     parser.add_argument("--backend", default="gloo", choices=("gloo", "nccl"), help="nccl: one GPU per rank")
-    parser.add_argument("--wrappers", default="ddp,allreduce",
-                        help="comma-separated ddpx wrappers to run beside the plain loop (dp is added on several GPUs)")
+    parser.add_argument(
+        "--wrappers",
+        default="ddp,allreduce",
+        help="comma-separated ddpx wrappers to run beside the plain loop (dp is added on several GPUs)",
+    )
     parser.add_argument("--save", type=Path, help="write every epoch's rate, round by round, to this JSON file")
-    parser.add_argument("--pool", type=Path, nargs="+", metavar="SAVED",
-                        help="measure nothing: report runs saved with --save together, as one")
+    parser.add_argument(
+        "--pool",
+        type=Path,
+        nargs="+",
+        metavar="SAVED",
+        help="measure nothing: report runs saved with --save together, as one",
+    )
     args = parser.parse_args()
     report(pool(args.pool) if args.pool else measure(args))
 

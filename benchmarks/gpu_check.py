@@ -50,10 +50,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Iterator
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the small real-format file writers the tests use
@@ -79,19 +79,45 @@ class Run:
     folder: Path
 
 
-def ddpx(recipe: str, overrides: list[str], workdir: Path, *, nproc: int = 1, backend: str = "auto",
-         env: dict | None = None) -> Run:
+def ddpx(
+    recipe: str, overrides: list[str], workdir: Path, *, nproc: int = 1, backend: str = "auto", env: dict | None = None
+) -> Run:
     """One run through the real CLI; its summary, per-epoch metrics, wall time and each rank's device."""
     probe = Path(tempfile.mkdtemp(dir=workdir))
-    full_env = {**os.environ, **(env or {}), "DDPX_PLUGINS": "gpu_check_probe", "DDPX_GPU_CHECK_PROBE": str(probe),
-                "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
+    full_env = {
+        **os.environ,
+        **(env or {}),
+        "DDPX_PLUGINS": "gpu_check_probe",
+        "DDPX_GPU_CHECK_PROBE": str(probe),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
+    }
     before = set((workdir / "ddpx-runs").glob("*")) if (workdir / "ddpx-runs").is_dir() else set()
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "ddpx", "recipe", recipe, "--nproc", str(nproc), "--backend", backend,
-                           "--tracking", "none", *overrides], cwd=workdir, env=full_env, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ddpx",
+            "recipe",
+            recipe,
+            "--nproc",
+            str(nproc),
+            "--backend",
+            backend,
+            "--tracking",
+            "none",
+            *overrides,
+        ],
+        cwd=workdir,
+        env=full_env,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - start
     if done.returncode != 0:
-        raise RuntimeError(f"{recipe} exited {done.returncode}: {(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+        raise RuntimeError(
+            f"{recipe} exited {done.returncode}: {(done.stderr or done.stdout).strip().splitlines()[-1:]}"
+        )
     (run_dir,) = set((workdir / "ddpx-runs").glob("*")) - before
     epochs = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
     devices = [json.loads(p.read_text()) for p in sorted(probe.glob("rank-*.json"))]
@@ -124,8 +150,20 @@ class Checks:
 
         self.dry, self.data, self.workdir, self.out = dry, data, workdir, out
         self.gpus = 0 if dry else torch.cuda.device_count()
-        self.mlp = [f"train.max_epochs={1 if dry else 2}", *(["dataset.train_size=800", "dataset.dev_size=200", "dataset.heldout_size=200",
-                                              "dataset.dim_in=64", "train.batch_size=32"] if dry else [])]
+        self.mlp = [
+            f"train.max_epochs={1 if dry else 2}",
+            *(
+                [
+                    "dataset.train_size=800",
+                    "dataset.dev_size=200",
+                    "dataset.heldout_size=200",
+                    "dataset.dim_in=64",
+                    "train.batch_size=32",
+                ]
+                if dry
+                else []
+            ),
+        ]
         self.where = "dry: CPU" if dry else ("GPU" if self.gpus else "no GPU found")
         self.done: dict[tuple, Run] = {}  # one run serves every row that asks for the same run
 
@@ -140,34 +178,64 @@ class Checks:
 
     def on_cpu(self, recipe, overrides) -> Run:
         """The same run on one CPU rank with gloo (on a dry run, the run itself)."""
-        return self.run(recipe, overrides) if self.dry else ddpx(recipe, overrides, self.workdir, backend="gloo",
-                                                                  env=cpu_env())
+        return (
+            self.run(recipe, overrides)
+            if self.dry
+            else ddpx(recipe, overrides, self.workdir, backend="gloo", env=cpu_env())
+        )
 
     def backend_and_devices(self) -> list[Row]:
         nproc = max(self.gpus, 1) if not self.dry else 2
         run = self.run("mlp_synthetic", self.mlp, nproc=nproc)
         devices = [d["device"] for d in sorted(run.devices, key=lambda d: d["rank"])]
-        want = [f"cuda:{d['local_rank']}" for d in sorted(run.devices, key=lambda d: d["rank"])] if self.gpus else \
-            ["cpu"] * nproc
+        want = (
+            [f"cuda:{d['local_rank']}" for d in sorted(run.devices, key=lambda d: d["rank"])]
+            if self.gpus
+            else ["cpu"] * nproc
+        )
         name = {d["name"] for d in run.devices}
         ok = devices == want and len(devices) == nproc
-        return [Row("auto backend: one device per rank", ", ".join(devices), "PASS" if ok else "FAIL",
-                    f"{self.where}; {nproc} rank(s); {', '.join(sorted(name))}")]
+        return [
+            Row(
+                "auto backend: one device per rank",
+                ", ".join(devices),
+                "PASS" if ok else "FAIL",
+                f"{self.where}; {nproc} rank(s); {', '.join(sorted(name))}",
+            )
+        ]
 
     def gpu_against_cpu(self) -> list[Row]:
         here = self.run("mlp_synthetic", self.mlp)
         cpu = self.on_cpu("mlp_synthetic", self.mlp)
         diff = abs(heldout(here) - heldout(cpu))
-        rows = [Row("synthetic MLP, 1 rank: GPU against CPU", f"{heldout(here):.4f} vs {heldout(cpu):.4f}",
-                    "PASS" if diff <= MATCH else "FAIL", f"{self.where}; within {MATCH}")]
+        rows = [
+            Row(
+                "synthetic MLP, 1 rank: GPU against CPU",
+                f"{heldout(here):.4f} vs {heldout(cpu):.4f}",
+                "PASS" if diff <= MATCH else "FAIL",
+                f"{self.where}; within {MATCH}",
+            )
+        ]
         if self.gpus >= 2:
             two = self.run("mlp_synthetic", self.mlp, nproc=2)
             ok = abs(heldout(two) - heldout(cpu)) <= MATCH
-            rows.append(Row("synthetic MLP, 2 ranks on NCCL", f"{heldout(two):.4f}", "PASS" if ok else "FAIL",
-                            f"against 1 CPU rank within {MATCH}"))
+            rows.append(
+                Row(
+                    "synthetic MLP, 2 ranks on NCCL",
+                    f"{heldout(two):.4f}",
+                    "PASS" if ok else "FAIL",
+                    f"against 1 CPU rank within {MATCH}",
+                )
+            )
         else:
-            rows.append(Row("synthetic MLP, 2 ranks on NCCL", "not run", "SKIP",
-                            "dry: CPU" if self.dry else f"this machine has {self.gpus} GPU"))
+            rows.append(
+                Row(
+                    "synthetic MLP, 2 ranks on NCCL",
+                    "not run",
+                    "SKIP",
+                    "dry: CPU" if self.dry else f"this machine has {self.gpus} GPU",
+                )
+            )
         return rows
 
     def precision(self) -> list[Row]:
@@ -182,17 +250,31 @@ class Checks:
             first, ref = mixed.epochs[0]["train_loss"], fp32.epochs[0]["train_loss"]
             finite = all(math.isfinite(e["train_loss"]) for e in mixed.epochs)
             ok = finite and abs(first - ref) <= FIRST_LOSS * abs(ref) and abs(heldout(mixed) - heldout(fp32)) <= MATCH
-            rows.append(Row(check, f"loss {first:.4f} vs {ref:.4f}; held-out "
-                            f"{heldout(mixed):.4f} vs {heldout(fp32):.4f}", "PASS" if ok else "FAIL",
-                            f"{self.where}; first loss within {FIRST_LOSS:.0%}, held-out within {MATCH}, no NaN"))
+            rows.append(
+                Row(
+                    check,
+                    f"loss {first:.4f} vs {ref:.4f}; held-out {heldout(mixed):.4f} vs {heldout(fp32):.4f}",
+                    "PASS" if ok else "FAIL",
+                    f"{self.where}; first loss within {FIRST_LOSS:.0%}, held-out within {MATCH}, no NaN",
+                )
+            )
         return rows
 
     def mnist(self) -> list[Row]:
-        raw = next((p for p in (self.data / "mnist", self.data / "MNIST" / "raw") if p.is_dir()), None) \
-            if self.data else None
+        raw = (
+            next((p for p in (self.data / "mnist", self.data / "MNIST" / "raw") if p.is_dir()), None)
+            if self.data
+            else None
+        )
         if raw is None or self.dry:
-            return [Row("MNIST: launch to 99.0 % held-out", "not run", "SKIP",
-                        "dry: CPU" if self.dry else "no MNIST under --data")]
+            return [
+                Row(
+                    "MNIST: launch to 99.0 % held-out",
+                    "not run",
+                    "SKIP",
+                    "dry: CPU" if self.dry else "no MNIST under --data",
+                )
+            ]
         root = self.workdir / "mnist"
         (root / "MNIST" / "raw").mkdir(parents=True, exist_ok=True)
         for f in raw.iterdir():  # the published files are gzipped; torchvision reads them unpacked
@@ -201,8 +283,14 @@ class Checks:
         for epochs in (1, 2, 3, 5):
             run = self.run("mnist_convnet", [f"dataset.root={root}", f"train.max_epochs={epochs}", "train.patience=0"])
             if heldout(run) >= 0.99:
-                return [Row("MNIST: launch to 99.0 % held-out", f"{run.wall_s:.1f} s", "PASS",
-                            f"{epochs} epoch(s), held-out {heldout(run):.4f}, mnist_convnet, fast path")]
+                return [
+                    Row(
+                        "MNIST: launch to 99.0 % held-out",
+                        f"{run.wall_s:.1f} s",
+                        "PASS",
+                        f"{epochs} epoch(s), held-out {heldout(run):.4f}, mnist_convnet, fast path",
+                    )
+                ]
         return [Row("MNIST: launch to 99.0 % held-out", f"{heldout(run):.4f} after 5 epochs", "FAIL", "")]
 
     def fast_path_sync(self) -> list[Row]:
@@ -217,8 +305,9 @@ class Checks:
             return [Row(check, "not run", "SKIP", "dry: CPU" if self.dry else "needs a GPU")]
         device = torch.device("cuda")
         images = torch.randint(0, 256, (1024, 3, 32, 32), dtype=torch.uint8)
-        data = DeviceImages(images, torch.randint(0, 10, (1024,)), [0.5] * 3, [0.25] * 3, crop_padding=4, flip=True,
-                            device=device)
+        data = DeviceImages(
+            images, torch.randint(0, 10, (1024,)), [0.5] * 3, [0.25] * 3, crop_padding=4, flip=True, device=device
+        )
         data.get_batch(torch.arange(8), device, train=True)  # the normalisation constants' one copy
         torch.cuda.synchronize()
         torch.cuda.set_sync_debug_mode("error")
@@ -242,57 +331,104 @@ class Checks:
             write_cifar10(root, n_per_batch=n // 5, n_test=n_test)
         return root
 
-    def resnet_run(self, stem: str, batch: int, *, epochs: int, channels_last: bool, compile_: bool,
-                   profile_steps: int) -> Run:
+    def resnet_run(
+        self, stem: str, batch: int, *, epochs: int, channels_last: bool, compile_: bool, profile_steps: int
+    ) -> Run:
         """``cifar10_resnet18`` on the generated CIFAR files (on a dry run the throughput row and
         the traced row ask for the same run, so one serves both)."""
-        keys = [f"dataset.root={self.cifar()}", "dataset.verify=false", f"train.max_epochs={epochs}",
-                f"train.batch_size={batch}", f"model.stem={stem}", f"train.channels_last={str(channels_last).lower()}",
-                f"train.compile={str(compile_).lower()}", "train.patience=0",
-                *([f"train.profile_steps={profile_steps}"] if profile_steps else []),
-                *(["train.precision=bf16"] if self.gpus else [])]
+        keys = [
+            f"dataset.root={self.cifar()}",
+            "dataset.verify=false",
+            f"train.max_epochs={epochs}",
+            f"train.batch_size={batch}",
+            f"model.stem={stem}",
+            f"train.channels_last={str(channels_last).lower()}",
+            f"train.compile={str(compile_).lower()}",
+            "train.patience=0",
+            *([f"train.profile_steps={profile_steps}"] if profile_steps else []),
+            *(["train.precision=bf16"] if self.gpus else []),
+        ]
         return self.run("cifar10_resnet18", keys)
 
     def resnet_throughput(self) -> Iterator[Row]:
         from gpu_check_loops import plain_resnet_rates
+
         batch = 8 if self.dry else 256
         for stem, channels_last, compile_ in RESNET_ROWS:
-            name = (f"ResNet-18, {stem} stem, channels-last {'on' if channels_last else 'off'}, torch.compile "
-                    f"{'on' if compile_ else 'off'}")
+            name = (
+                f"ResNet-18, {stem} stem, channels-last {'on' if channels_last else 'off'}, torch.compile "
+                f"{'on' if compile_ else 'off'}"
+            )
             if self.dry and (stem, channels_last, compile_) != DRY_RESNET_ROW:  # on a dry run one row walks the path
                 yield Row(name, "not run", "SKIP", "dry: CPU")
                 continue
             # the plain loop's windows before and after ddpx's run (its model built and warmed once): a
             # machine whose speed drifts during the row moves both halves, and their median sits where ddpx ran
             before, run, after = plain_resnet_rates(
-                batch, stem=stem, windows=1 if self.dry else 3, steps=2 if self.dry else 200,
-                warmup=1 if self.dry else 30, channels_last=channels_last, compile_=compile_, bf16=bool(self.gpus),
-                between=lambda: self.resnet_run(stem, batch, epochs=2 if self.dry else 4, channels_last=channels_last,
-                                                compile_=compile_, profile_steps=DRY_PROFILE_STEPS if self.dry else 0))
+                batch,
+                stem=stem,
+                windows=1 if self.dry else 3,
+                steps=2 if self.dry else 200,
+                warmup=1 if self.dry else 30,
+                channels_last=channels_last,
+                compile_=compile_,
+                bf16=bool(self.gpus),
+                between=lambda stem=stem, channels_last=channels_last, compile_=compile_: self.resnet_run(
+                    stem,
+                    batch,
+                    epochs=2 if self.dry else 4,
+                    channels_last=channels_last,
+                    compile_=compile_,
+                    profile_steps=DRY_PROFILE_STEPS if self.dry else 0,
+                ),
+            )
             timed = [e["samples_per_s"] for e in run.epochs[1:] or run.epochs]  # the epochs after the first
             plain_windows = before + after
             ours, plain = statistics.median(timed), statistics.median(plain_windows)
             ratio = ours / plain
             judged = stem == "cifar" and not self.dry
             status = ("PASS" if ratio >= 0.97 else "FAIL") if judged else "INFO"
-            why = ("" if judged else " (not judged on a dry run)" if self.dry else
-                   " (not judged: launch-bound, so the host's speed, not ddpx, sets the ratio)")
-            spread = (f"; epochs {min(timed):,.0f}–{max(timed):,.0f}, plain windows {min(plain_windows):,.0f}–"
-                      f"{max(plain_windows):,.0f} (medians {statistics.median(before):,.0f} before ddpx's run, "
-                      f"{statistics.median(after):,.0f} after)")
-            yield Row(name, f"{ours:,.0f} vs {plain:,.0f} images/s ({ratio:.2f})", status,
-                      f"{self.where}; ddpx against a plain loop, medians, goal >= 0.97" + spread + why)
+            why = (
+                ""
+                if judged
+                else " (not judged on a dry run)"
+                if self.dry
+                else " (not judged: launch-bound, so the host's speed, not ddpx, sets the ratio)"
+            )
+            spread = (
+                f"; epochs {min(timed):,.0f}–{max(timed):,.0f}, plain windows {min(plain_windows):,.0f}–"
+                f"{max(plain_windows):,.0f} (medians {statistics.median(before):,.0f} before ddpx's run, "
+                f"{statistics.median(after):,.0f} after)"
+            )
+            yield Row(
+                name,
+                f"{ours:,.0f} vs {plain:,.0f} images/s ({ratio:.2f})",
+                status,
+                f"{self.where}; ddpx against a plain loop, medians, goal >= 0.97" + spread + why,
+            )
 
     def resnet_profile(self) -> Iterator[Row]:
         """ddpx's step and the plain loop's, each traced by ``torch.profiler`` (ddpx through
         ``train.profile_steps``): where the host's and the device's time per step go."""
         from gpu_check_loops import plain_resnet_profile
+
         batch, steps = (8, DRY_PROFILE_STEPS) if self.dry else (256, 20)
         stem = DRY_RESNET_ROW[0] if self.dry else "cifar"
-        ours = self.resnet_run(stem, batch, epochs=2 if self.dry else 1, channels_last=True, compile_=False,
-                               profile_steps=steps).folder / "profile" / "ops.txt"
-        plain = plain_resnet_profile(batch, stem=stem, steps=steps, channels_last=True, bf16=bool(self.gpus),
-                                     folder=self.workdir / "plain-profile")
+        ours = (
+            self.resnet_run(
+                stem, batch, epochs=2 if self.dry else 1, channels_last=True, compile_=False, profile_steps=steps
+            ).folder
+            / "profile"
+            / "ops.txt"
+        )
+        plain = plain_resnet_profile(
+            batch,
+            stem=stem,
+            steps=steps,
+            channels_last=True,
+            bf16=bool(self.gpus),
+            folder=self.workdir / "plain-profile",
+        )
         kept = []
         if self.out:
             for side, path in (("ddpx", ours), ("plain", plain)):
@@ -300,20 +436,31 @@ class Checks:
                 shutil.copy(path, kept[-1])
         (host, device), (plain_host, plain_device) = per_step(ours), per_step(plain)
         devices = f", device {device:.2f} vs {plain_device:.2f} ms" if device is not None else ""
-        yield Row("ResNet-18 step traced: ddpx against the plain loop", f"host {host:.2f} vs {plain_host:.2f} ms"
-                  + devices + " per step", "INFO", f"{self.where}; {stem} stem, channels-last, {steps} steps each; "
-                  + (", ".join(str(p) for p in kept) if kept else "--out DIR keeps both operator tables"))
+        yield Row(
+            "ResNet-18 step traced: ddpx against the plain loop",
+            f"host {host:.2f} vs {plain_host:.2f} ms" + devices + " per step",
+            "INFO",
+            f"{self.where}; {stem} stem, channels-last, {steps} steps each; "
+            + (", ".join(str(p) for p in kept) if kept else "--out DIR keeps both operator tables"),
+        )
 
     def molecules(self) -> Iterator[Row]:
-        bbbp = next((p for p in (self.data / "bbbp" / "BBBP.csv", self.data / "BBBP.csv") if p.is_file()), None) \
-            if self.data else None
+        bbbp = (
+            next((p for p in (self.data / "bbbp" / "BBBP.csv", self.data / "BBBP.csv") if p.is_file()), None)
+            if self.data
+            else None
+        )
         if bbbp is None:
             from smiles_files import write_smiles_csv
 
             bbbp = write_smiles_csv(self.workdir / "mols.csv", n=200)
         for recipe in ("bbbp_rnn", "bbbp_dmpnn"):
-            keys = [f"dataset.path={bbbp}", "dataset.split=random", f"train.max_epochs={1 if self.dry else 2}",
-                    "train.patience=0"]
+            keys = [
+                f"dataset.path={bbbp}",
+                "dataset.split=random",
+                f"train.max_epochs={1 if self.dry else 2}",
+                "train.patience=0",
+            ]
             try:
                 here = self.run(recipe, keys)
                 cpu = self.on_cpu(recipe, keys)
@@ -321,8 +468,12 @@ class Checks:
                 yield Row(f"{recipe}: molecules/s", "not run", "SKIP", str(exc)[:120])
                 continue
             fast, slow = here.epochs[-1]["samples_per_s"], cpu.epochs[-1]["samples_per_s"]
-            yield Row(f"{recipe}: molecules/s", f"{fast:,.0f} vs {slow:,.0f} on 1 CPU rank ({fast / slow:.1f}x)",
-                      "PASS", f"{self.where}; {bbbp.name}")
+            yield Row(
+                f"{recipe}: molecules/s",
+                f"{fast:,.0f} vs {slow:,.0f} on 1 CPU rank ({fast / slow:.1f}x)",
+                "PASS",
+                f"{self.where}; {bbbp.name}",
+            )
 
 
 def per_step(ops: Path) -> tuple[float, float | None]:
@@ -341,9 +492,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry", action="store_true", help="the same code paths on CPU, tiny sizes")
     parser.add_argument("--data", type=Path, help="a folder holding mnist/ and bbbp/BBBP.csv (../shared/data)")
-    parser.add_argument("--only", type=lambda text: text.split(","), metavar="CHECKS",
-                        help="run these checks alone, comma-separated: backend_and_devices, gpu_against_cpu, precision, "
-                             "mnist, fast_path_sync, resnet_throughput, resnet_profile, molecules")
+    parser.add_argument(
+        "--only",
+        type=lambda text: text.split(","),
+        metavar="CHECKS",
+        help="run these checks alone, comma-separated: backend_and_devices, gpu_against_cpu, precision, "
+        "mnist, fast_path_sync, resnet_throughput, resnet_profile, molecules",
+    )
     parser.add_argument("--out", type=Path, help="a folder for the files a check leaves (the step profiles' tables)")
     args = parser.parse_args()
     args.data = args.data.resolve() if args.data else None  # the runs start in a folder of their own
@@ -356,8 +511,16 @@ def main() -> int:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
         checks = Checks(args.dry, args.data, Path(tmp), args.out.resolve() if args.out else None)
-        steps = (checks.backend_and_devices, checks.gpu_against_cpu, checks.precision, checks.mnist,
-                 checks.fast_path_sync, checks.resnet_throughput, checks.resnet_profile, checks.molecules)
+        steps = (
+            checks.backend_and_devices,
+            checks.gpu_against_cpu,
+            checks.precision,
+            checks.mnist,
+            checks.fast_path_sync,
+            checks.resnet_throughput,
+            checks.resnet_profile,
+            checks.molecules,
+        )
         for step in (s for s in steps if not args.only or s.__name__ in args.only):
             try:
                 for row in step():  # each row printed when it is made: a run cut short keeps them

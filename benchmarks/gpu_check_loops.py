@@ -14,21 +14,33 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 
 
-def plain_resnet_rates(batch: int, *, stem: str, windows: int, steps: int, channels_last: bool, compile_: bool, bf16: bool,
-                       warmup: int = 3, between: Callable[[], T] = lambda: None) -> tuple[list[float], T, list[float]]:
+def plain_resnet_rates(
+    batch: int,
+    *,
+    stem: str,
+    windows: int,
+    steps: int,
+    channels_last: bool,
+    compile_: bool,
+    bf16: bool,
+    warmup: int = 3,
+    between: Callable[[], T] = lambda: None,
+) -> tuple[list[float], T, list[float]]:
     """Training images per second of a plain loop in ``windows`` back-to-back windows of ``steps``
     steps each, timed after ``warmup`` steps (their spread is the machine's noise); then
     ``between()`` runs (ddpx's run, in a process of its own), and as many windows again, on the same
     warm model (a compiled one is compiled once). Returns the rates before, what ``between``
     returned, and the rates after."""
     with plain_resnet_loop(batch, stem=stem, channels_last=channels_last, compile_=compile_, bf16=bf16) as (step, wait):
+
         def timed_windows() -> list[float]:
             for _ in range(warmup):
                 step()
@@ -55,8 +67,9 @@ def plain_resnet_profile(batch: int, *, stem: str, steps: int, channels_last: bo
     with plain_resnet_loop(batch, stem=stem, channels_last=channels_last, compile_=False, bf16=bf16) as (step, wait):
         import torch
 
-        profiler = StepProfiler(steps, torch.device("cuda" if torch.cuda.is_available() else "cpu"), folder,
-                                report=lambda text: None)
+        profiler = StepProfiler(
+            steps, torch.device("cuda" if torch.cuda.is_available() else "cpu"), folder, report=lambda text: None
+        )
         try:
             for _ in range(SKIPPED_STEPS + WARMUP_STEPS + steps):
                 step()
@@ -82,14 +95,22 @@ def plain_resnet_loop(batch: int, *, stem: str, channels_last: bool, compile_: b
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(0)
     n = 50 * batch
-    data = DeviceImages(torch.randint(0, 256, (n, 3, 32, 32), dtype=torch.uint8), torch.randint(0, 10, (n,)),
-                        [0.49, 0.48, 0.45], [0.25, 0.24, 0.26], crop_padding=4, flip=True, device=device)
+    data = DeviceImages(
+        torch.randint(0, 256, (n, 3, 32, 32), dtype=torch.uint8),
+        torch.randint(0, 10, (n,)),
+        [0.49, 0.48, 0.45],
+        [0.25, 0.24, 0.26],
+        crop_padding=4,
+        flip=True,
+        device=device,
+    )
     model = resnet18(10, stem).to(device)
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
     store = Path(tempfile.mkdtemp()) / "store"
-    dist.init_process_group("nccl" if device.type == "cuda" else "gloo", init_method=f"file://{store}", rank=0,
-                            world_size=1)
+    dist.init_process_group(
+        "nccl" if device.type == "cuda" else "gloo", init_method=f"file://{store}", rank=0, world_size=1
+    )
     step_model = torch.compile(model) if compile_ else model  # one rank: no DDP wrapper, as ddpx
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-5)
     dtype = torch.bfloat16 if bf16 else None

@@ -22,6 +22,11 @@ def ddpx_fit_start(context):
     folder.mkdir(parents=True, exist_ok=True)
     device = context.device
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    record = {"rank": context.rank, "local_rank": context.local_rank, "world_size": context.world_size,
-              "device": str(device), "name": name}
+    record = {
+        "rank": context.rank,
+        "local_rank": context.local_rank,
+        "world_size": context.world_size,
+        "device": str(device),
+        "name": name,
+    }
     (folder / f"rank-{context.rank}.json").write_text(json.dumps(record), encoding="utf-8")

@@ -64,18 +64,43 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         stamp = Path(tmp) / "stamp"
-        env = dict(os.environ, DDPX_PLUGINS="first_step_stamp", DDPX_BENCH_STAMP=str(stamp),
-                   PYTHONPATH=os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])))
+        env = dict(
+            os.environ,
+            DDPX_PLUGINS="first_step_stamp",
+            DDPX_BENCH_STAMP=str(stamp),
+            PYTHONPATH=os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
+        )
         ddpx = [sys.executable, "-m", "ddpx"]
-        recipe = [*ddpx, "recipe", "mlp_synthetic", "--nproc", str(args.nproc), "--tracking", "none",
-                  "--run-dir", str(Path(tmp) / "runs"), *SMALL]
+        recipe = [
+            *ddpx,
+            "recipe",
+            "mlp_synthetic",
+            "--nproc",
+            str(args.nproc),
+            "--tracking",
+            "none",
+            "--run-dir",
+            str(Path(tmp) / "runs"),
+            *SMALL,
+        ]
         first_step = {
             "ddpx recipe, --launcher spawn": [*recipe, "--launcher", "spawn"],
             "ddpx recipe, --launcher torchrun": [*recipe, "--launcher", "torchrun"],
-            "bare torchrun, plain DDP script": [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                                                f"--nproc-per-node={args.nproc}", f"--log-dir={Path(tmp) / 'logs'}",
-                                                str(HERE / "plain_ddp_mlp.py"),
-                                                "--epochs", "1", "--train-size", "1200", "--stamp", str(stamp)],
+            "bare torchrun, plain DDP script": [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--standalone",
+                f"--nproc-per-node={args.nproc}",
+                f"--log-dir={Path(tmp) / 'logs'}",
+                str(HERE / "plain_ddp_mlp.py"),
+                "--epochs",
+                "1",
+                "--train-size",
+                "1200",
+                "--stamp",
+                str(stamp),
+            ],
         }
         startup = {"ddpx --help": [*ddpx, "--help"], "ddpx recipes": [*ddpx, "recipes"]}
         seconds: dict[str, list[float]] = {name: [] for name in [*first_step, *startup]}
@@ -88,8 +113,10 @@ def main() -> None:
             for name, command in startup.items():
                 seconds[name].append(wall(command))
 
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores; torch {torch.__version__}; {args.nproc} ranks, "
-          f"gloo; median of {args.repeats}")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores; torch {torch.__version__}; {args.nproc} ranks, "
+        f"gloo; median of {args.repeats}"
+    )
     print("\n| command | to first training step (s) | CPU-seconds, the whole job (all processes) |")
     print("| --- | --- | --- |")
     for name in first_step:

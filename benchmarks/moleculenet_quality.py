@@ -61,17 +61,27 @@ SETS = {
 }
 SCAFFOLD = ["dataset.split=scaffold", "dataset.heldout_fraction=0.1", "dataset.dev_fraction=0.1111111111111111"]
 # ../shared/data/README.md: Chemprop's D-MPNN as re-run by GEM, and Uni-Mol, on this split
-PUBLISHED = {"bbbp": (0.710, 0.729), "bace": (0.809, 0.857), "clintox": (0.906, 0.919), "tox21": (0.759, 0.796),
-             "sider": (0.570, None), "hiv": (0.771, 0.808), "esol": (1.050, 0.788), "lipophilicity": (0.683, 0.603)}
+PUBLISHED = {
+    "bbbp": (0.710, 0.729),
+    "bace": (0.809, 0.857),
+    "clintox": (0.906, 0.919),
+    "tox21": (0.759, 0.796),
+    "sider": (0.570, None),
+    "hiv": (0.771, 0.808),
+    "esol": (1.050, 0.788),
+    "lipophilicity": (0.683, 0.603),
+}
 
 
 def commit() -> str:
     here = Path(__file__).resolve().parent
     try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True,
-                             check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True).stdout.strip()
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=here, capture_output=True, text=True
+        ).stdout.strip()
         return sha + ("+changes" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -100,20 +110,45 @@ def arithmetic_text() -> str:
 
 def run_seed(recipe: str, data: Path, seed: int, overrides: list[str], args: argparse.Namespace, workdir: Path) -> dict:
     start = time.perf_counter()
-    tracking = (["--tracking-uri", f"sqlite:///{workdir / 'mlflow.db'}", "--experiment", f"{recipe}-quality"]
-                if args.tracking == "mlflow" else ["--tracking", args.tracking])
-    cmd = [sys.executable, "-m", "ddpx", "recipe", recipe, "--launcher", args.launcher, "--nproc", str(args.nproc),
-           *tracking, f"dataset.path={data.resolve()}", f"train.seed={seed}", *overrides]
+    tracking = (
+        ["--tracking-uri", f"sqlite:///{workdir / 'mlflow.db'}", "--experiment", f"{recipe}-quality"]
+        if args.tracking == "mlflow"
+        else ["--tracking", args.tracking]
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "ddpx",
+        "recipe",
+        recipe,
+        "--launcher",
+        args.launcher,
+        "--nproc",
+        str(args.nproc),
+        *tracking,
+        f"dataset.path={data.resolve()}",
+        f"train.seed={seed}",
+        *overrides,
+    ]
     before = set((workdir / "ddpx-runs").glob("*")) if (workdir / "ddpx-runs").is_dir() else set()
     subprocess.run(cmd, cwd=workdir, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - start
     (run_dir,) = set((workdir / "ddpx-runs").glob("*")) - before
     summary = json.loads((run_dir / "summary.json").read_text())
     metric = summary["metric"]
-    return {"recipe": recipe, "seed": seed, "metric": metric, "greater_is_better": summary["greater_is_better"],
-            "value": summary["heldout"][f"heldout_{metric}"], "dev": summary["best_dev"],
-            "best_epoch": summary["best_epoch"], "epochs": summary["epochs_run"], "samples": summary["heldout_samples"],
-            "wall_s": wall, "predictions": heldout_predictions(run_dir / "reports" / "heldout_predictions.csv")}
+    return {
+        "recipe": recipe,
+        "seed": seed,
+        "metric": metric,
+        "greater_is_better": summary["greater_is_better"],
+        "value": summary["heldout"][f"heldout_{metric}"],
+        "dev": summary["best_dev"],
+        "best_epoch": summary["best_epoch"],
+        "epochs": summary["epochs_run"],
+        "samples": summary["heldout_samples"],
+        "wall_s": wall,
+        "predictions": heldout_predictions(run_dir / "reports" / "heldout_predictions.csv"),
+    }
 
 
 def heldout_predictions(path: Path) -> dict[str, list[float]] | None:
@@ -135,7 +170,7 @@ def with_exact_probabilities(columns: dict[str, list[float]]) -> dict[str, list[
     from ddpx.records.label_reports import probabilities_of
 
     for name in [n for n in columns if of_kind(n, "logit")]:
-        probability = "probability" + name[len("logit"):]
+        probability = "probability" + name[len("logit") :]
         if probability in columns:
             columns[probability] = probabilities_of(columns[name]).tolist()
     return columns
@@ -146,15 +181,16 @@ def of_kind(name: str, kind: str) -> bool:
     return name == kind or name.startswith(kind + "_")
 
 
-def score_pairs(columns: dict[str, list[float]],
-                kinds: tuple[str, ...] = ("probability", "prediction")) -> list[tuple[str, str]]:
+def score_pairs(
+    columns: dict[str, list[float]], kinds: tuple[str, ...] = ("probability", "prediction")
+) -> list[tuple[str, str]]:
     """``(target column, score column)`` per label: ``target_X`` beside ``probability_X`` or ``prediction_X``
     (the first of ``kinds`` a label has)."""
     pairs: dict[str, str] = {}
     for kind in kinds:
         for name in columns:
             if of_kind(name, kind):
-                pairs.setdefault("target" + name[len(kind):], name)
+                pairs.setdefault("target" + name[len(kind) :], name)
     return [(target, pairs[target]) for target in sorted(pairs, key=list(columns).index)]
 
 
@@ -174,8 +210,10 @@ def metric_of(columns: dict[str, list[float]], metric: str) -> float | None:
         values = [v for _, _, v in label_scores(targets, scores, [s for _, s in pairs])]
     elif metric == "rmse":
         present = ~np.isnan(targets)
-        values = [float(np.sqrt(np.mean((scores[present[:, j], j] - targets[present[:, j], j]) ** 2)))
-                  for j in range(len(pairs))]
+        values = [
+            float(np.sqrt(np.mean((scores[present[:, j], j] - targets[present[:, j], j]) ** 2)))
+            for j in range(len(pairs))
+        ]
     else:
         return None
     return float(np.mean(values)) if values else None
@@ -200,8 +238,10 @@ def seeds_averaged(rows: list[dict]) -> dict[str, list[float]] | None:
     for r, t in zip(rows, tables):
         again = metric_of(t, r["metric"])
         if again is None or abs(again - r["value"]) > 1e-4:
-            print(f"ensemble left out: seed {r['seed']}'s predictions file gives {again}, its run {r['value']}",
-                  file=sys.stderr)
+            print(
+                f"ensemble left out: seed {r['seed']}'s predictions file gives {again}, its run {r['value']}",
+                file=sys.stderr,
+            )
             return None
     return averaged(tables)
 
@@ -215,7 +255,8 @@ def averaged(tables: list[dict[str, list[float]]]) -> dict[str, list[float]] | N
     targets = [np.asarray(tables[0][t]) for t, _ in pairs]
     for table in tables[1:]:
         if score_pairs(table) != pairs or not all(
-                np.array_equal(np.asarray(table[t]), first, equal_nan=True) for (t, _), first in zip(pairs, targets)):
+            np.array_equal(np.asarray(table[t]), first, equal_nan=True) for (t, _), first in zip(pairs, targets)
+        ):
             print("ensemble left out: the predictions are not of the same held-out molecules", file=sys.stderr)
             return None
     result = {name: column for name, column in tables[0].items() if not of_kind(name, "logit")}
@@ -236,7 +277,9 @@ def record(rows: list[dict], path: Path | None, **fields) -> None:
             line = {**fields, **{k: v for k, v in r.items() if k != "predictions"}}
             if r.get("predictions"):
                 name = f"{fields['set']}-{r['recipe']}-{fields['commit']}-{int(time.time() * 1e6)}-seed{r['seed']}.csv"
-                line["predictions_file"] = str(write_predictions(r["predictions"], folder / name).relative_to(path.parent))
+                line["predictions_file"] = str(
+                    write_predictions(r["predictions"], folder / name).relative_to(path.parent)
+                )
             out.write(json.dumps(line) + "\n")
 
 
@@ -259,13 +302,17 @@ def one_recipe(args: argparse.Namespace) -> None:
     overrides = [*args.overrides, *([f"dataset.split={args.split}"] if args.split else [])]
     with tempfile.TemporaryDirectory() as tmp:
         rows = [run_seed(args.recipe, args.data, seed, overrides, args, Path(tmp)) for seed in args.seeds]
-    print(f"{date.today()}: {platform.machine()}, python {platform.python_version()}, commit {commit()}, "
-          f"{arithmetic_text()}, {threads_text()}; {args.recipe}, split {args.split or 'of the recipe'}, {args.nproc} ranks through {args.launcher}; "
-          f"{' '.join(args.overrides)}\n")
+    print(
+        f"{date.today()}: {platform.machine()}, python {platform.python_version()}, commit {commit()}, "
+        f"{arithmetic_text()}, {threads_text()}; {args.recipe}, split {args.split or 'of the recipe'}, {args.nproc} ranks through {args.launcher}; "
+        f"{' '.join(args.overrides)}\n"
+    )
     print(f"| seed | held-out {rows[0]['metric']} | best epoch | epochs run | held-out molecules | wall time (s) |")
     print("| --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        print(f"| {r['seed']} | {r['value']:.4f} | {r['best_epoch']} | {r['epochs']} | {r['samples']} | {r['wall_s']:.0f} |")
+        print(
+            f"| {r['seed']} | {r['value']:.4f} | {r['best_epoch']} | {r['epochs']} | {r['samples']} | {r['wall_s']:.0f} |"
+        )
     print(f"| mean | {mean_text(rows)} | | | | {sum(r['wall_s'] for r in rows):.0f} (total) |")
     print(f"| ensemble of the seeds | {value_text(ensemble_value(rows))} | | | | |")
 
@@ -276,13 +323,17 @@ def find_file(folder: Path, names: list[str]) -> Path | None:
 
 def table(args: argparse.Namespace) -> None:
     sha = commit()
-    print(f"{date.today()}: {platform.machine()}, python {platform.python_version()}, commit {sha}, {arithmetic_text()}, "
-          f"{threads_text()}; "
-          "scaffold split "
-          f"80/10/10, {args.nproc} ranks through {args.launcher}, seeds {' '.join(map(str, args.seeds))}"
-          f"{'; ' + ' '.join(args.overrides) if args.overrides else ''}\n")
-    print("| set | metric | model | held-out (mean ± sd) | per seed | ensemble of the seeds | dev (mean ± sd) "
-          "| wall, all seeds (s) | D-MPNN [GEM] | Uni-Mol | commit |")
+    print(
+        f"{date.today()}: {platform.machine()}, python {platform.python_version()}, commit {sha}, {arithmetic_text()}, "
+        f"{threads_text()}; "
+        "scaffold split "
+        f"80/10/10, {args.nproc} ranks through {args.launcher}, seeds {' '.join(map(str, args.seeds))}"
+        f"{'; ' + ' '.join(args.overrides) if args.overrides else ''}\n"
+    )
+    print(
+        "| set | metric | model | held-out (mean ± sd) | per seed | ensemble of the seeds | dev (mean ± sd) "
+        "| wall, all seeds (s) | D-MPNN [GEM] | Uni-Mol | commit |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in args.sets:
         names, extra = SETS[name]
@@ -290,19 +341,34 @@ def table(args: argparse.Namespace) -> None:
         for family in args.families:
             recipe = f"{name}_{family}"
             if data is None:
-                print(f"| {name} | | {family} | not run: no {' or '.join(names)} under {args.data_dir} | | | | | | | {sha} |")
+                print(
+                    f"| {name} | | {family} | not run: no {' or '.join(names)} under {args.data_dir} | | | | | | | {sha} |"
+                )
                 continue
             with tempfile.TemporaryDirectory() as tmp:
-                rows = [run_seed(recipe, data, s, [*SCAFFOLD, *extra, *args.overrides], args, Path(tmp))
-                        for s in args.seeds]
+                rows = [
+                    run_seed(recipe, data, s, [*SCAFFOLD, *extra, *args.overrides], args, Path(tmp)) for s in args.seeds
+                ]
             ensemble = ensemble_value(rows)
-            record(rows, args.record, set=name, family=family, overrides=args.overrides, commit=sha, date=str(date.today()),
-                   ensemble=ensemble, **arithmetic())
+            record(
+                rows,
+                args.record,
+                set=name,
+                family=family,
+                overrides=args.overrides,
+                commit=sha,
+                date=str(date.today()),
+                ensemble=ensemble,
+                **arithmetic(),
+            )
             dmpnn, unimol = published_text(name)
             per_seed = ", ".join(f"{r['value']:.4f}" for r in rows)
-            print(f"| {name} | {rows[0]['metric']} | {recipe} | {mean_text(rows)} | {per_seed} | {value_text(ensemble)} | "
-                  f"{mean_text(rows, 'dev')} | "
-                  f"{sum(r['wall_s'] for r in rows):.0f} | {dmpnn} | {unimol} | {sha} |", flush=True)
+            print(
+                f"| {name} | {rows[0]['metric']} | {recipe} | {mean_text(rows)} | {per_seed} | {value_text(ensemble)} | "
+                f"{mean_text(rows, 'dev')} | "
+                f"{sum(r['wall_s'] for r in rows):.0f} | {dmpnn} | {unimol} | {sha} |",
+                flush=True,
+            )
 
 
 def value_text(value: float | None) -> str:
@@ -321,22 +387,28 @@ def best_of(path: Path) -> None:
     each family's best model by dev (their predictions averaged, where ``--record`` kept them)."""
     groups = recorded_models(path)
     print(f"from {path}: per set, the model with the better mean dev metric (chosen without the held-out split)\n")
-    print("| set | metric | chosen by dev | held-out (mean ± sd) | seeds | ensemble of its seeds | "
-          "candidates: held-out mean (dev mean) | ensemble of each family's best by dev | D-MPNN [GEM] | Uni-Mol "
-          "| at or past D-MPNN |")
+    print(
+        "| set | metric | chosen by dev | held-out (mean ± sd) | seeds | ensemble of its seeds | "
+        "candidates: held-out mean (dev mean) | ensemble of each family's best by dev | D-MPNN [GEM] | Uni-Mol "
+        "| at or past D-MPNN |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, models in groups.items():
         sign = 1 if next(iter(models.values()))[0]["greater_is_better"] else -1
         by_dev = sorted(models, key=lambda m: -sign * statistics.mean(r["dev"] for r in models[m]))
         rows = models[by_dev[0]]
         held = statistics.mean(r["value"] for r in rows)
-        others = "; ".join(f"{m}: {statistics.mean(r['value'] for r in rs):.4f} ({statistics.mean(r['dev'] for r in rs):.4f})"
-                           for m, rs in models.items())
+        others = "; ".join(
+            f"{m}: {statistics.mean(r['value'] for r in rs):.4f} ({statistics.mean(r['dev'] for r in rs):.4f})"
+            for m, rs in models.items()
+        )
         dmpnn, unimol = published_text(name)
         reached = "yes" if sign * (held - PUBLISHED[name][0]) >= 0 else "no"
-        print(f"| {name} | {rows[0]['metric']} | {by_dev[0]} | {mean_text(rows)} | {' '.join(str(r['seed']) for r in rows)} | "
-              f"{value_text(rows[0].get('ensemble'))} | {others} | {families_text(models, by_dev)} | {dmpnn} | {unimol} "
-              f"| {reached} |")
+        print(
+            f"| {name} | {rows[0]['metric']} | {by_dev[0]} | {mean_text(rows)} | {' '.join(str(r['seed']) for r in rows)} | "
+            f"{value_text(rows[0].get('ensemble'))} | {others} | {families_text(models, by_dev)} | {dmpnn} | {unimol} "
+            f"| {reached} |"
+        )
 
 
 def recorded_models(path: Path) -> dict[str, dict[str, list[dict]]]:
@@ -381,13 +453,20 @@ def main() -> None:
     parser.add_argument("--families", nargs="+", default=["rnn", "dmpnn"], help="recipe suffixes: rnn, dmpnn, ffn")
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("--launcher", default="torchrun")
-    parser.add_argument("--tracking", default="mlflow",
-                        help="mlflow (a store in a temporary folder), or none where MLflow is not installed (a GPU "
-                             "machine); the results come from the run folders either way")
+    parser.add_argument(
+        "--tracking",
+        default="mlflow",
+        help="mlflow (a store in a temporary folder), or none where MLflow is not installed (a GPU "
+        "machine); the results come from the run folders either way",
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--record", type=Path, help="with --table: append each seed's result to this JSON-lines file")
-    parser.add_argument("--best-of", type=Path, metavar="RECORD",
-                        help="print, per set, the better model by dev metric from a --record file, and stop")
+    parser.add_argument(
+        "--best-of",
+        type=Path,
+        metavar="RECORD",
+        help="print, per set, the better model by dev metric from a --record file, and stop",
+    )
     parser.add_argument("overrides", nargs="*", help="extra KEY=VALUE recipe overrides")
     args = parser.parse_intermixed_args()
     if args.recipe and "=" in args.recipe:  # with --table the first KEY=VALUE lands here: it is an override

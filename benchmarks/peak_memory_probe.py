@@ -48,6 +48,11 @@ def ddpx_epoch_end(context, epoch, metrics):
     if not folder:
         return
     _, peak = _now_and_peak(context.device)
-    record = {"rank": context.rank, "start_mb": START["mb"], "peak_mb": peak, "growth_mb": peak - START["mb"],
-              "samples_per_s": metrics["samples_per_s"]}
+    record = {
+        "rank": context.rank,
+        "start_mb": START["mb"],
+        "peak_mb": peak,
+        "growth_mb": peak - START["mb"],
+        "samples_per_s": metrics["samples_per_s"],
+    }
     (Path(folder) / f"rank-{context.rank}.json").write_text(json.dumps(record))

@@ -37,27 +37,67 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 VARIANTS = ["plain", "ddpx", "lightning", "accelerate"]
-NAMES = {"plain": "plain PyTorch DDP loop", "ddpx": "ddpx `mlp_synthetic`", "lightning": "Lightning Trainer, DDP",
-         "accelerate": "Accelerate"}
+NAMES = {
+    "plain": "plain PyTorch DDP loop",
+    "ddpx": "ddpx `mlp_synthetic`",
+    "lightning": "Lightning Trainer, DDP",
+    "accelerate": "Accelerate",
+}
 
 
 def command(variant: str, args: argparse.Namespace, out: Path) -> list[str]:
     if variant == "ddpx":
-        return [sys.executable, "-m", "ddpx", "recipe", "mlp_synthetic", "--launcher", "torchrun", "--nproc",
-                str(args.nproc), "--backend", args.backend, "--tracking", "none", "--run-dir", str(out.parent / "runs"),
-                f"train.max_epochs={args.epochs}", "train.patience=0", f"dataset.train_size={args.train_size}"]
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={args.nproc}",
-            f"--log-dir={out.parent / 'torchrun-logs'}", str(HERE / "peers_loops.py"), "--framework", variant,
-            "--epochs", str(args.epochs), "--train-size", str(args.train_size), "--backend", args.backend,
-            "--out", str(out)]
+        return [
+            sys.executable,
+            "-m",
+            "ddpx",
+            "recipe",
+            "mlp_synthetic",
+            "--launcher",
+            "torchrun",
+            "--nproc",
+            str(args.nproc),
+            "--backend",
+            args.backend,
+            "--tracking",
+            "none",
+            "--run-dir",
+            str(out.parent / "runs"),
+            f"train.max_epochs={args.epochs}",
+            "train.patience=0",
+            f"dataset.train_size={args.train_size}",
+        ]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={args.nproc}",
+        f"--log-dir={out.parent / 'torchrun-logs'}",
+        str(HERE / "peers_loops.py"),
+        "--framework",
+        variant,
+        "--epochs",
+        str(args.epochs),
+        "--train-size",
+        str(args.train_size),
+        "--backend",
+        args.backend,
+        "--out",
+        str(out),
+    ]
 
 
 def run_once(variant: str, args: argparse.Namespace, folder: Path) -> dict:
     """One run of one variant; what its ranks wrote, summed up."""
     out = Path(tempfile.mkdtemp(dir=folder)) / variant
-    env = {**os.environ, "DDPX_PLUGINS": "peers_probe", "DDPX_PEERS_OUT": str(out),
-           "DDPX_PEERS_TRAIN_SIZE": str(args.train_size),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "DDPX_PLUGINS": "peers_probe",
+        "DDPX_PEERS_OUT": str(out),
+        "DDPX_PEERS_TRAIN_SIZE": str(args.train_size),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
+    }
     start = time.time()
     done = subprocess.run(command(variant, args, out), env=env, capture_output=True, text=True)
     if done.returncode != 0:
@@ -67,32 +107,42 @@ def run_once(variant: str, args: argparse.Namespace, folder: Path) -> dict:
         raise RuntimeError(f"{variant}: {len(ranks)} of {args.nproc} ranks wrote their record")
     rank0 = next(r for r in ranks if r["rank"] == 0)
     later = rank0["epochs"][1:] or rank0["epochs"]
-    return {"first_step_s": rank0["first_step"] - start,
-            "train_s": statistics.median(e["train_s"] for e in later),
-            "epoch_s": statistics.median(e["epoch_s"] for e in later),
-            "peak_mb": max(r["peak_mb"] for r in ranks), "heldout": rank0["heldout_accuracy"]}
+    return {
+        "first_step_s": rank0["first_step"] - start,
+        "train_s": statistics.median(e["train_s"] for e in later),
+        "epoch_s": statistics.median(e["epoch_s"] for e in later),
+        "peak_mb": max(r["peak_mb"] for r in ranks),
+        "heldout": rank0["heldout_accuracy"],
+    }
 
 
 def measure(args: argparse.Namespace, variants: list[str]) -> dict[str, list[dict]]:
     results: dict[str, list[dict]] = {v: [] for v in variants}
     with tempfile.TemporaryDirectory() as tmp:
         for round_ in range(args.rounds):
-            order = variants[round_ % len(variants):] + variants[:round_ % len(variants)]
+            order = variants[round_ % len(variants) :] + variants[: round_ % len(variants)]
             for variant in order:
                 results[variant].append(run_once(variant, args, Path(tmp)))
-                print(f"round {round_ + 1}/{args.rounds} {variant}: {results[variant][-1]}", file=sys.stderr, flush=True)
+                print(
+                    f"round {round_ + 1}/{args.rounds} {variant}: {results[variant][-1]}", file=sys.stderr, flush=True
+                )
     return results
 
 
 def table(results: dict[str, list[dict]]) -> str:
     med = {v: {k: statistics.median(r[k] for r in rows) for k in rows[0]} for v, rows in results.items()}
     base = med.get("plain")
-    lines = ["| run | to first step (s) | s/epoch, training | vs plain loop | s/epoch, whole | peak memory per rank (MB) "
-             "| held-out accuracy |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| run | to first step (s) | s/epoch, training | vs plain loop | s/epoch, whole | peak memory per rank (MB) "
+        "| held-out accuracy |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for variant, m in med.items():
         ratio = f"{m['train_s'] / base['train_s'] - 1:+.1%}" if base and variant != "plain" else "—"
-        lines.append(f"| {NAMES[variant]} | {m['first_step_s']:.2f} | {m['train_s']:.3f} | {ratio} | {m['epoch_s']:.3f} "
-                     f"| {m['peak_mb']:,.0f} | {m['heldout']:.4f} |")
+        lines.append(
+            f"| {NAMES[variant]} | {m['first_step_s']:.2f} | {m['train_s']:.3f} | {ratio} | {m['epoch_s']:.3f} "
+            f"| {m['peak_mb']:,.0f} | {m['heldout']:.4f} |"
+        )
     return "\n".join(lines)
 
 
@@ -112,7 +162,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--train-size", type=int, default=10000)
     parser.add_argument("--backend", default="gloo", choices=("gloo", "nccl"))
-    parser.add_argument("--variants", default=",".join(VARIANTS), help="a comma-separated subset of " + ", ".join(VARIANTS))
+    parser.add_argument(
+        "--variants", default=",".join(VARIANTS), help="a comma-separated subset of " + ", ".join(VARIANTS)
+    )
     parser.add_argument("--dry", action="store_true", help="4 000 samples, 2 epochs, 1 round")
     args = parser.parse_args()
     if args.dry:
@@ -122,9 +174,11 @@ def main() -> int:
     variants = available(args.variants.split(","))
     results = measure(args, variants)
     where = torch.cuda.get_device_name() if args.backend == "nccl" else f"CPU, {os.cpu_count()} cores"
-    print(f"{date.today()}: {where}; {platform.machine()}, torch {torch.__version__}; {args.nproc} ranks "
-          f"({args.backend}), {args.train_size} training samples, {args.epochs} epochs, median of {args.rounds} "
-          f"round(s){' (dry)' if args.dry else ''}\n")
+    print(
+        f"{date.today()}: {where}; {platform.machine()}, torch {torch.__version__}; {args.nproc} ranks "
+        f"({args.backend}), {args.train_size} training samples, {args.epochs} epochs, median of {args.rounds} "
+        f"round(s){' (dry)' if args.dry else ''}\n"
+    )
     print(table(results))
     return 0
 

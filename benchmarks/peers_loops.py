@@ -31,8 +31,15 @@ from torch.utils.data import DataLoader
 from ddpx.plugins.mlp_synthetic.data import make_splits
 from ddpx.plugins.mlp_synthetic.model import MLP
 
-RECIPE = {"train_size": 10000, "dev_size": 2000, "heldout_size": 2000, "dim_in": 1024, "n_classes": 32,
-          "class_sep": 0.4, "label_noise": 0.03}
+RECIPE = {
+    "train_size": 10000,
+    "dev_size": 2000,
+    "heldout_size": 2000,
+    "dim_in": 1024,
+    "n_classes": 32,
+    "class_sep": 0.4,
+    "label_noise": 0.03,
+}
 
 
 class Record:
@@ -58,8 +65,13 @@ class Record:
             torch.cuda.synchronize(self.device)
 
     def write(self, out: Path, rank: int, heldout: float) -> None:
-        record = {"rank": rank, "first_step": self.first_step, "epochs": self.epochs, "heldout_accuracy": heldout,
-                  "peak_mb": peak_mb(self.device)}
+        record = {
+            "rank": rank,
+            "first_step": self.first_step,
+            "epochs": self.epochs,
+            "heldout_accuracy": heldout,
+            "peak_mb": peak_mb(self.device),
+        }
         Path(f"{out}.rank-{rank}.json").write_text(json.dumps(record))
 
 
@@ -99,10 +111,9 @@ def setup(args) -> tuple:
 
 def plain(args, out: Path) -> None:
     import torch.distributed as dist
+    from plain_ddp_mlp import join_the_group  # beside this file
     from torch.nn.parallel import DistributedDataParallel
     from torch.utils.data.distributed import DistributedSampler
-
-    from plain_ddp_mlp import join_the_group  # beside this file
 
     device = join_the_group(args.backend)
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -131,8 +142,9 @@ def accelerate(args, out: Path) -> None:
 
     accelerator = Accelerator(cpu=args.backend == "gloo")
     data, model = setup(args)
-    loader = DataLoader(data.train, batch_size=args.batch_size, shuffle=True,
-                        generator=torch.Generator().manual_seed(args.seed))
+    loader = DataLoader(
+        data.train, batch_size=args.batch_size, shuffle=True, generator=torch.Generator().manual_seed(args.seed)
+    )
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
     model, optimizer, loader = accelerator.prepare(model, optimizer, loader)  # shards the loader per rank
     device, record = accelerator.device, Record(accelerator.device)
@@ -186,9 +198,18 @@ def lightning(args, out: Path) -> None:
             record_box["record"].epoch_end(float("nan"))  # dev accuracy: Lightning's own logging
 
     devices = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # torchrun's ranks on this machine
-    trainer = L.Trainer(accelerator="cpu" if args.backend == "gloo" else "gpu", devices=devices, strategy="ddp",
-                        max_epochs=args.epochs, num_sanity_val_steps=0, logger=False, enable_progress_bar=False,
-                        enable_model_summary=False, default_root_dir=str(out.parent / "lightning"), callbacks=[Clock()])
+    trainer = L.Trainer(
+        accelerator="cpu" if args.backend == "gloo" else "gpu",
+        devices=devices,
+        strategy="ddp",
+        max_epochs=args.epochs,
+        num_sanity_val_steps=0,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=str(out.parent / "lightning"),
+        callbacks=[Clock()],
+    )
     train = DataLoader(data.train, batch_size=args.batch_size, shuffle=True)  # Lightning adds the sampler
     dev = DataLoader(data.dev, batch_size=512)
     trainer.fit(Module(), train, dev)

@@ -9,9 +9,9 @@ import os
 import time
 from pathlib import Path
 
-from ddpx.api import hookimpl
-
 from peers_loops import Record
+
+from ddpx.api import hookimpl
 
 RECORD: dict = {}
 
@@ -25,8 +25,13 @@ def ddpx_fit_start(context):
 @hookimpl
 def ddpx_epoch_end(context, epoch, metrics):
     samples = int(os.environ["DDPX_PEERS_TRAIN_SIZE"])
-    RECORD["record"].epochs.append({"train_s": samples / metrics["samples_per_s"], "epoch_s": metrics["epoch_s"],
-                                    "dev_accuracy": metrics["dev_accuracy"]})
+    RECORD["record"].epochs.append(
+        {
+            "train_s": samples / metrics["samples_per_s"],
+            "epoch_s": metrics["epoch_s"],
+            "dev_accuracy": metrics["dev_accuracy"],
+        }
+    )
 
 
 @hookimpl

@@ -32,8 +32,15 @@ from torch.utils.data.distributed import DistributedSampler
 from ddpx.plugins.mlp_synthetic.data import make_splits
 from ddpx.plugins.mlp_synthetic.model import MLP
 
-RECIPE = {"train_size": 10000, "dev_size": 2000, "heldout_size": 2000, "dim_in": 1024, "n_classes": 32,
-          "class_sep": 0.4, "label_noise": 0.03}
+RECIPE = {
+    "train_size": 10000,
+    "dev_size": 2000,
+    "heldout_size": 2000,
+    "dim_in": 1024,
+    "n_classes": 32,
+    "class_sep": 0.4,
+    "label_noise": 0.03,
+}
 
 
 def join_the_group(backend: str) -> torch.device:
@@ -92,8 +99,9 @@ def main() -> None:
             torch.cuda.synchronize(device)
         seconds = time.perf_counter() - start
         dist.all_reduce(totals)
-        records.append({"epoch": epoch, "train_loss": float(totals[0] / totals[1]),
-                        "samples_per_s": float(totals[1]) / seconds})
+        records.append(
+            {"epoch": epoch, "train_loss": float(totals[0] / totals[1]), "samples_per_s": float(totals[1]) / seconds}
+        )
     if rank == 0 and args.out:
         with open(args.out, "w") as fh:
             json.dump(records, fh)

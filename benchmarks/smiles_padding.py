@@ -39,7 +39,7 @@ def padding_share(lengths: list[int], rank_orders: list[list[int]], batch: int) 
     padded = real = 0
     for order in rank_orders:
         for start in range(0, len(order), batch):
-            sizes = [lengths[i] for i in order[start:start + batch]]
+            sizes = [lengths[i] for i in order[start : start + batch]]
             padded += max(sizes) * len(sizes)
             real += sum(sizes)
     return 1 - real / padded
@@ -50,7 +50,7 @@ def epoch_seconds(model: SmilesRNN, data: SmilesDataset, order: list[int], batch
     loss_fn = torch.nn.BCEWithLogitsLoss()
     start = time.perf_counter()
     for first in range(0, len(order), batch):
-        inputs, labels = collate([data[i] for i in order[first:first + batch]])
+        inputs, labels = collate([data[i] for i in order[first : first + batch]])
         optimizer.zero_grad()
         loss_fn(model(inputs), labels).backward()
         optimizer.step()
@@ -70,14 +70,18 @@ def main() -> None:
     vocabulary = Vocabulary.build(table.tokens[i] for i in train)
     data = SmilesDataset([vocabulary.encode(table.tokens[i]) for i in train], [table.labels[i] for i in train])
     lengths = data.lengths()
-    print(f"{date.today()}: {platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}; "
-          f"{args.data.name}: {len(train)} training molecules, {min(lengths)}-{max(lengths)} tokens, batch "
-          f"{args.batch_size}\n")
+    print(
+        f"{date.today()}: {platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}; "
+        f"{args.data.name}: {len(train)} training molecules, {min(lengths)}-{max(lengths)} tokens, batch "
+        f"{args.batch_size}\n"
+    )
     print("| ranks | padding, distributed | padding, length_bucketed |")
     print("| --- | --- | --- |")
     for world in (1, 2, 4):
-        shares = [padding_share(lengths, orders(lengths, world, s), args.batch_size)
-                  for s in ("distributed", "length_bucketed")]
+        shares = [
+            padding_share(lengths, orders(lengths, world, s), args.batch_size)
+            for s in ("distributed", "length_bucketed")
+        ]
         print(f"| {world} | {shares[0]:.1%} | {shares[1]:.1%} |")
     torch.manual_seed(0)
     model = SmilesRNN(len(vocabulary), num_labels=1)
@@ -86,9 +90,11 @@ def main() -> None:
         for sampler in best:
             order = orders(lengths, 2, sampler)[0]
             best[sampler] = min(best[sampler], epoch_seconds(model, data, order, args.batch_size))
-    print(f"\nrank 0's epoch of a 2-rank job ({len(orders(lengths, 2, 'distributed')[0])} molecules), best of "
-          f"{args.repeats}: distributed {best['distributed']:.2f} s, length_bucketed {best['length_bucketed']:.2f} s "
-          f"({best['distributed'] / best['length_bucketed']:.2f}x)")
+    print(
+        f"\nrank 0's epoch of a 2-rank job ({len(orders(lengths, 2, 'distributed')[0])} molecules), best of "
+        f"{args.repeats}: distributed {best['distributed']:.2f} s, length_bucketed {best['length_bucketed']:.2f} s "
+        f"({best['distributed'] / best['length_bucketed']:.2f}x)"
+    )
 
 
 if __name__ == "__main__":

@@ -27,11 +27,11 @@ from torch.utils.data import DataLoader
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from image_files import write_cifar10  # noqa: E402
+from image_files import write_cifar10
 
-from ddpx.plugins.vision import CIFAR_MEAN, CIFAR_STD  # noqa: E402
-from ddpx.plugins.vision.classic_path import TransformedImages, transform_pipeline  # noqa: E402
-from ddpx.plugins.vision.fast_path import DeviceImages  # noqa: E402
+from ddpx.plugins.vision import CIFAR_MEAN, CIFAR_STD
+from ddpx.plugins.vision.classic_path import TransformedImages, transform_pipeline
+from ddpx.plugins.vision.fast_path import DeviceImages
 
 
 def data_path_rates(n: int, batch: int, workers: int, device: torch.device) -> dict[str, float]:
@@ -45,7 +45,9 @@ def data_path_rates(n: int, batch: int, workers: int, device: torch.device) -> d
         torch.cuda.synchronize()
     fast_rate = n / (time.perf_counter() - start)
 
-    classic = TransformedImages(images, targets, transform_pipeline(CIFAR_MEAN, CIFAR_STD, crop_padding=4, flip=True, size=32))
+    classic = TransformedImages(
+        images, targets, transform_pipeline(CIFAR_MEAN, CIFAR_STD, crop_padding=4, flip=True, size=32)
+    )
     loader = DataLoader(classic, batch_size=batch, shuffle=True, num_workers=workers, pin_memory=device.type == "cuda")
     start = time.perf_counter()
     for x, _ in loader:
@@ -57,8 +59,19 @@ def data_path_rates(n: int, batch: int, workers: int, device: torch.device) -> d
 
 
 def recipe_epoch(recipe: str, overrides: list[str], workdir: Path) -> float:
-    cmd = [sys.executable, "-m", "ddpx", "recipe", recipe, "--nproc", "2", "--tracking", "none", "train.max_epochs=1",
-           *overrides]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ddpx",
+        "recipe",
+        recipe,
+        "--nproc",
+        "2",
+        "--tracking",
+        "none",
+        "train.max_epochs=1",
+        *overrides,
+    ]
     subprocess.run(cmd, cwd=workdir, check=True, stdout=subprocess.DEVNULL)
     run_dir = max((workdir / "ddpx-runs").iterdir(), key=lambda p: p.stat().st_mtime)
     return json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[0])["epoch_s"]
@@ -75,7 +88,7 @@ def copy_mnist(source: Path, raw: Path) -> None:
         plain, packed = source / name, source / f"{name}.gz"
         if not plain.is_file() and not packed.is_file():
             raise SystemExit(f"--mnist {source}: {name} is missing (plain or .gz)")
-        with (open(plain, "rb") if plain.is_file() else gzip.open(packed)) as src, open(raw / name, "wb") as dst:
+        with open(plain, "rb") if plain.is_file() else gzip.open(packed) as src, open(raw / name, "wb") as dst:
             shutil.copyfileobj(src, dst)
 
 
@@ -87,14 +100,18 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256)
     args = parser.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    name = torch.cuda.get_device_name() if device.type == "cuda" else f"{platform.processor() or platform.machine()} CPU"
+    name = (
+        torch.cuda.get_device_name() if device.type == "cuda" else f"{platform.processor() or platform.machine()} CPU"
+    )
     print(f"machine: {name}, {torch.get_num_threads()} threads, torch {torch.__version__}\n")
 
     rates = data_path_rates(n=max(args.cifar_images, 5000), batch=args.batch, workers=args.workers, device=device)
     print("| data path (CIFAR-sized, crop+flip+normalise) | images/s |")
     print("| --- | --- |")
     print(f"| fast path (`dataset.loader=fast`) | {rates['fast']:,.0f} |")
-    print(f"| torchvision DataLoader, {args.workers} workers (`dataset.loader=torchvision`) | {rates['torchvision']:,.0f} |")
+    print(
+        f"| torchvision DataLoader, {args.workers} workers (`dataset.loader=torchvision`) | {rates['torchvision']:,.0f} |"
+    )
     print(f"| speed-up | {rates['fast'] / rates['torchvision']:.1f}x |\n")
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -103,15 +120,39 @@ def main() -> None:
         if args.mnist:
             copy_mnist(args.mnist, tmp / "mnist" / "MNIST" / "raw")
             for loader in ("fast", "torchvision"):
-                rows.append(("mnist_convnet (real MNIST, 54 000 training images)", loader,
-                             recipe_epoch("mnist_convnet", [f"dataset.root={tmp / 'mnist'}", f"dataset.loader={loader}",
-                                                            f"train.num_workers={0 if loader == 'fast' else 1}"], tmp)))
+                rows.append(
+                    (
+                        "mnist_convnet (real MNIST, 54 000 training images)",
+                        loader,
+                        recipe_epoch(
+                            "mnist_convnet",
+                            [
+                                f"dataset.root={tmp / 'mnist'}",
+                                f"dataset.loader={loader}",
+                                f"train.num_workers={0 if loader == 'fast' else 1}",
+                            ],
+                            tmp,
+                        ),
+                    )
+                )
         write_cifar10(tmp / "cifar", n_per_batch=args.cifar_images // 5, n_test=1000)
         for loader in ("fast", "torchvision"):
-            rows.append((f"cifar10_resnet18 (generated, {int(args.cifar_images * 0.9):,} training images)", loader,
-                         recipe_epoch("cifar10_resnet18", [f"dataset.root={tmp / 'cifar'}", "dataset.verify=false",
-                                                           f"dataset.loader={loader}",
-                                                           f"train.num_workers={0 if loader == 'fast' else 1}"], tmp)))
+            rows.append(
+                (
+                    f"cifar10_resnet18 (generated, {int(args.cifar_images * 0.9):,} training images)",
+                    loader,
+                    recipe_epoch(
+                        "cifar10_resnet18",
+                        [
+                            f"dataset.root={tmp / 'cifar'}",
+                            "dataset.verify=false",
+                            f"dataset.loader={loader}",
+                            f"train.num_workers={0 if loader == 'fast' else 1}",
+                        ],
+                        tmp,
+                    ),
+                )
+            )
     print("| recipe, 2 ranks, 1 epoch | loader | epoch time (s) |")
     print("| --- | --- | --- |")
     for recipe, loader, seconds in rows:

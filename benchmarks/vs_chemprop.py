@@ -64,10 +64,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Callable
+from typing import ClassVar
 
 from lockstep import DONE, LOCKSTEP_ENV, make_pipes, turns_from_env  # beside this file
 from moleculenet_quality import commit  # beside this file: the commit each table names
@@ -95,13 +96,23 @@ def ddpx_split(recipe: str, data: Path, overrides: list[str]):
     registry = load_registry()
     recipe_config = resolve_recipe(registry, recipe, [f"dataset.path={data.resolve()}", *overrides])
     params = recipe_config.config["dataset"]
-    request = DataRequest(params=params, seed=0, rank=0, world_size=1, local_rank=0, barrier=lambda: None,
-                          log=lambda text: print(f"ddpx data: {text}", file=sys.stderr), inputs="molecule_graph")
+    request = DataRequest(
+        params=params,
+        seed=0,
+        rank=0,
+        world_size=1,
+        local_rank=0,
+        barrier=lambda: None,
+        log=lambda text: print(f"ddpx data: {text}", file=sys.stderr),
+        inputs="molecule_graph",
+    )
     task_data = recipe_config.task.build_data(request)
     names = list(params["label_columns"]) or [params["label_column"]]
     table = read_smiles_csv(Path(params["path"]), params["smiles_column"], names, strict=params["strict"])
-    rows = {name: list(getattr(task_data, split).rows) for name, split in
-            (("train", "train"), ("val", "dev"), ("test", "heldout"))}
+    rows = {
+        name: list(getattr(task_data, split).rows)
+        for name, split in (("train", "train"), ("val", "dev"), ("test", "heldout"))
+    }
     return table.smiles, table.labels, names, rows
 
 
@@ -147,12 +158,16 @@ def clocked_chemprop(record: Path, argv: list[str], profile_steps: int = 0) -> N
 
     from ddpx.rank.step_profiler import StepProfiler
 
-    profiler = StepProfiler(profile_steps, torch.device("cpu"), record.parent / f"{record.stem}-profile",
-                            lambda line: print(line, file=sys.stderr))
+    profiler = StepProfiler(
+        profile_steps,
+        torch.device("cpu"),
+        record.parent / f"{record.stem}-profile",
+        lambda line: print(line, file=sys.stderr),
+    )
     turns = turns_from_env()  # --lockstep
 
     class EpochClock(pl.Callback):
-        rows: list = []
+        rows: ClassVar[list] = []
 
         def on_train_epoch_start(self, trainer, module):
             self.start, self.validation = time.perf_counter(), None
@@ -195,8 +210,9 @@ def clocked_chemprop(record: Path, argv: list[str], profile_steps: int = 0) -> N
 
         def on_train_epoch_end(self, trainer, module):
             end = time.perf_counter()
-            self.rows.append({"train_s": (self.validation or end) - self.start, "epoch_s": end - self.start,
-                              **self.phases})
+            self.rows.append(
+                {"train_s": (self.validation or end) - self.start, "epoch_s": end - self.start, **self.phases}
+            )
             record.write_text(json.dumps(self.rows), encoding="utf-8")
             if turns:
                 turns.give()
@@ -224,15 +240,56 @@ class Launch:
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
 
-def run_chemprop(folder: Path, names: list[str], heldout: tuple[list, list], seed: int, tracking: str,
-                 epochs: int, profile_steps: int = 0, profile_dir: Path | None = None) -> Launch:
+def run_chemprop(
+    folder: Path,
+    names: list[str],
+    heldout: tuple[list, list],
+    seed: int,
+    tracking: str,
+    epochs: int,
+    profile_steps: int = 0,
+    profile_dir: Path | None = None,
+) -> Launch:
     out = folder / f"chemprop-{tracking}-seed{seed}"
     clock = folder / f"clock-{tracking}-seed{seed}.json"
-    cmd = [sys.executable, __file__, "--clocked-chemprop", str(clock), str(profile_steps), "train", "--data-path", str(folder / "chemprop.csv"),
-           "--splits-file", str(folder / "splits.json"), "--task-type", "classification", "--smiles-columns", "smiles",
-           "--target-columns", *names, "--epochs", str(epochs), "--batch-size", "64", "--pytorch-seed", str(seed),
-           "--data-seed", str(seed), "--accelerator", "cpu", "--devices", "1", "--num-workers", "0",
-           "--metrics", "roc", "--tracking-metric", tracking, "--output-dir", str(out)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--clocked-chemprop",
+        str(clock),
+        str(profile_steps),
+        "train",
+        "--data-path",
+        str(folder / "chemprop.csv"),
+        "--splits-file",
+        str(folder / "splits.json"),
+        "--task-type",
+        "classification",
+        "--smiles-columns",
+        "smiles",
+        "--target-columns",
+        *names,
+        "--epochs",
+        str(epochs),
+        "--batch-size",
+        "64",
+        "--pytorch-seed",
+        str(seed),
+        "--data-seed",
+        str(seed),
+        "--accelerator",
+        "cpu",
+        "--devices",
+        "1",
+        "--num-workers",
+        "0",
+        "--metrics",
+        "roc",
+        "--tracking-metric",
+        tracking,
+        "--output-dir",
+        str(out),
+    ]
 
     def read(wall: float) -> dict:
         (predictions,) = sorted(out.rglob("test_predictions.csv"))
@@ -246,9 +303,14 @@ def run_chemprop(folder: Path, names: list[str], heldout: tuple[list, list], see
         keep_ops(folder / f"{clock.stem}-profile" / "ops.txt", profile_dir, f"{run}-seed{seed}")
         epochs_seen = json.loads(clock.read_text(encoding="utf-8"))
         training = [e["train_s"] for e in epochs_seen]
-        return {"value": roc_auc(targets, scores), "epoch_s": statistics.mean(training), "epochs": training,
-                "whole_epoch_s": statistics.mean(e["epoch_s"] for e in epochs_seen), "wall_s": wall,
-                **{phase: statistics.mean(e[phase] for e in epochs_seen) for phase in PHASES}}
+        return {
+            "value": roc_auc(targets, scores),
+            "epoch_s": statistics.mean(training),
+            "epochs": training,
+            "whole_epoch_s": statistics.mean(e["epoch_s"] for e in epochs_seen),
+            "wall_s": wall,
+            **{phase: statistics.mean(e[phase] for e in epochs_seen) for phase in PHASES},
+        }
 
     return Launch(cmd, read, env={**os.environ, "COLUMNS": "200"})
 
@@ -262,15 +324,42 @@ def keep_ops(ops: Path, profile_dir: Path | None, name: str) -> None:
         (profile_dir / f"{name}-ops.txt").write_text(ops.read_text(encoding="utf-8"), encoding="utf-8")
 
 
-def run_ddpx(run: str, recipe: str, data: Path, overrides: list[str], seed: int, epochs: int, workdir: Path,
-             train_size: int, profile_steps: int = 0, profile_dir: Path | None = None) -> Launch:
+def run_ddpx(
+    run: str,
+    recipe: str,
+    data: Path,
+    overrides: list[str],
+    seed: int,
+    epochs: int,
+    workdir: Path,
+    train_size: int,
+    profile_steps: int = 0,
+    profile_dir: Path | None = None,
+) -> Launch:
     """One of the ddpx runs (``ddpx<ranks>``, ``ddpx<ranks>_loss``: see ``LABELS``)."""
     nproc, select_by = int(run[4]), "loss" if run.endswith("_loss") else "metric"
     batch = 64 // nproc  # Chemprop's 64 molecules per optimizer step, whatever the number of ranks
-    cmd = [sys.executable, "-m", "ddpx", "recipe", recipe, "--tracking", "none", "--launcher", "spawn",
-           "--nproc", str(nproc), f"dataset.path={data.resolve()}", *overrides, f"train.seed={seed}",
-           f"train.batch_size={batch}", f"train.max_epochs={epochs}", "train.time_phases=true",
-           f"train.profile_steps={profile_steps}", f"train.select_by={select_by}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ddpx",
+        "recipe",
+        recipe,
+        "--tracking",
+        "none",
+        "--launcher",
+        "spawn",
+        "--nproc",
+        str(nproc),
+        f"dataset.path={data.resolve()}",
+        *overrides,
+        f"train.seed={seed}",
+        f"train.batch_size={batch}",
+        f"train.max_epochs={epochs}",
+        "train.time_phases=true",
+        f"train.profile_steps={profile_steps}",
+        f"train.select_by={select_by}",
+    ]
     runs = workdir / "ddpx-runs"
     before = set(runs.glob("*")) if runs.is_dir() else set()
 
@@ -281,9 +370,14 @@ def run_ddpx(run: str, recipe: str, data: Path, overrides: list[str], seed: int,
         rows = [row for row in map(json.loads, filter(None, lines)) if "epoch_s" in row]
         keep_ops(run_dir / "profile" / "ops.txt", profile_dir, f"{run}-seed{seed}")
         training = [train_size / row["samples_per_s"] for row in rows]  # training only
-        return {"value": summary["heldout"]["heldout_roc_auc"], "epoch_s": statistics.mean(training), "epochs": training,
-                "whole_epoch_s": statistics.mean(row["epoch_s"] for row in rows), "wall_s": wall,
-                **{phase: statistics.mean(row[phase] for row in rows) for phase in PHASES}}
+        return {
+            "value": summary["heldout"]["heldout_roc_auc"],
+            "epoch_s": statistics.mean(training),
+            "epochs": training,
+            "whole_epoch_s": statistics.mean(row["epoch_s"] for row in rows),
+            "wall_s": wall,
+            **{phase: statistics.mean(row[phase] for row in rows) for phase in PHASES},
+        }
 
     return Launch(cmd, read, cwd=workdir)
 
@@ -307,13 +401,15 @@ def run_in_lockstep(launches: dict[str, Launch], folder: Path) -> dict[str, dict
     plugins = ",".join(filter(None, [os.environ.get("DDPX_PLUGINS"), "lockstep"]))
     path = os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))
     for name, other, role, launch in ((first, second, "first", a), (second, first, "second", b)):
-        launch.env.update({LOCKSTEP_ENV: f"{pipes[name]}:{pipes[other]}:{role}", "DDPX_PLUGINS": plugins,
-                           "PYTHONPATH": path})
+        launch.env.update(
+            {LOCKSTEP_ENV: f"{pipes[name]}:{pipes[other]}:{role}", "DDPX_PLUGINS": plugins, "PYTHONPATH": path}
+        )
     start, procs, walls = time.perf_counter(), {}, {}
     logs = {name: (folder / f"{name}.log").open("w+") for name in launches}
     for name, launch in launches.items():
-        procs[name] = subprocess.Popen(launch.cmd, cwd=launch.cwd, env=launch.env, stdout=logs[name],
-                                       stderr=subprocess.STDOUT, text=True)
+        procs[name] = subprocess.Popen(
+            launch.cmd, cwd=launch.cwd, env=launch.env, stdout=logs[name], stderr=subprocess.STDOUT, text=True
+        )
     while len(walls) < 2:
         for name, proc in procs.items():
             if name not in walls and proc.poll() is not None:
@@ -350,9 +446,11 @@ def summary_row(label: str, results: list[dict]) -> str:
     per_seed = ", ".join(f"{v:.4f}" for v in values)
     whole = [r["whole_epoch_s"] for r in results if r["whole_epoch_s"] == r["whole_epoch_s"]]
     whole_text = f"{statistics.mean(whole):.2f}" if whole else "—"
-    return (f"| {label} | {statistics.mean(values):.4f}{spread} | {per_seed} | "
-            f"{statistics.mean(r['epoch_s'] for r in results):.2f} | {whole_text} | "
-            f"{statistics.mean(r['wall_s'] for r in results):.0f} | {sum(r['wall_s'] for r in results):.0f} |")
+    return (
+        f"| {label} | {statistics.mean(values):.4f}{spread} | {per_seed} | "
+        f"{statistics.mean(r['epoch_s'] for r in results):.2f} | {whole_text} | "
+        f"{statistics.mean(r['wall_s'] for r in results):.0f} | {sum(r['wall_s'] for r in results):.0f} |"
+    )
 
 
 def phases_row(label: str, results: list[dict]) -> str:
@@ -368,26 +466,36 @@ def run_order(runs: list[str], turn: int, alternate: bool) -> list[str]:
     return runs[::-1] if alternate and turn % 2 else runs
 
 
-def pairs_table(runs: list[str], seeds: list[int], results: dict[str, list[dict]], alternate: bool,
-                lockstep: bool = False) -> list[str]:
+def pairs_table(
+    runs: list[str], seeds: list[int], results: dict[str, list[dict]], alternate: bool, lockstep: bool = False
+) -> list[str]:
     """Seed by seed, the second run's training epoch against the first's (two runs only): with
     ``--alternate`` half the pairs ran in each order, so drift within a pair cannot favour one side."""
     first, second = runs
-    lines = [f"| seed | ran first | {first}, s/epoch training | {second} | {second} / {first} |",
-             "| --- | --- | --- | --- | --- |"]
+    lines = [
+        f"| seed | ran first | {first}, s/epoch training | {second} | {second} / {first} |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     ratios = []
     for turn, seed in enumerate(seeds):
         a, b = results[first][turn]["epoch_s"], results[second][turn]["epoch_s"]
         ratios.append(b / a)
         lines.append(f"| {seed} | {run_order(runs, turn, alternate)[0]} | {a:.2f} | {b:.2f} | {b / a:.3f} |")
-    lines.append(f"\nmedian {second} / {first}: {statistics.median(ratios):.3f} over {len(ratios)} pairs "
-                 f"({min(ratios):.3f}–{max(ratios):.3f})")
+    lines.append(
+        f"\nmedian {second} / {first}: {statistics.median(ratios):.3f} over {len(ratios)} pairs "
+        f"({min(ratios):.3f}–{max(ratios):.3f})"
+    )
     if lockstep:  # epoch i of one run lies between epochs i and i + 1 of the other: each a pair too
-        by_epoch = [b / a for turn in range(len(seeds))
-                    for a, b in zip(results[first][turn]["epochs"], results[second][turn]["epochs"])]
+        by_epoch = [
+            b / a
+            for turn in range(len(seeds))
+            for a, b in zip(results[first][turn]["epochs"], results[second][turn]["epochs"])
+        ]
         slower = sum(ratio > 1 for ratio in by_epoch)
-        lines.append(f"epoch by epoch (lockstep): median {second} / {first} {statistics.median(by_epoch):.3f} over "
-                     f"{len(by_epoch)} pairs of epochs, {second} the longer in {slower}")
+        lines.append(
+            f"epoch by epoch (lockstep): median {second} / {first} {statistics.median(by_epoch):.3f} over "
+            f"{len(by_epoch)} pairs of epochs, {second} the longer in {slower}"
+        )
     return lines
 
 
@@ -396,21 +504,38 @@ def main() -> None:
         clocked_chemprop(Path(sys.argv[2]), sys.argv[4:], int(sys.argv[3]))
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--set", choices=list(SETS), default="bbbp", help="the MoleculeNet set (its <set>_dmpnn recipe)")
+    parser.add_argument(
+        "--set", choices=list(SETS), default="bbbp", help="the MoleculeNet set (its <set>_dmpnn recipe)"
+    )
     parser.add_argument("--data", type=Path, required=True, help="its CSV file (dataset.path)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--epochs", type=int, default=50)
-    parser.add_argument("--runs", nargs="+", default=["chemprop_loss", "chemprop_roc", "ddpx1", "ddpx2"],
-                        choices=list(LABELS), help="ddpxN: N ranks, the epoch of the best dev ROC-AUC (ddpx's "
-                        "default); ddpxN_loss: of the lowest dev loss (train.select_by=loss, Chemprop's default)")
-    parser.add_argument("--alternate", action="store_true",
-                        help="run the --runs in reverse order on every other seed, so that the machine's drift "
-                        "within a seed's runs falls on each side alike")
-    parser.add_argument("--lockstep", action="store_true",
-                        help="two one-process runs started together, taking turns epoch by epoch (each trains "
-                        "while the other waits): drift between minutes falls on both alike")
-    parser.add_argument("--profile-steps", type=int, default=0,
-                        help="trace this many optimizer steps of every run with torch.profiler (0: none)")
+    parser.add_argument(
+        "--runs",
+        nargs="+",
+        default=["chemprop_loss", "chemprop_roc", "ddpx1", "ddpx2"],
+        choices=list(LABELS),
+        help="ddpxN: N ranks, the epoch of the best dev ROC-AUC (ddpx's "
+        "default); ddpxN_loss: of the lowest dev loss (train.select_by=loss, Chemprop's default)",
+    )
+    parser.add_argument(
+        "--alternate",
+        action="store_true",
+        help="run the --runs in reverse order on every other seed, so that the machine's drift "
+        "within a seed's runs falls on each side alike",
+    )
+    parser.add_argument(
+        "--lockstep",
+        action="store_true",
+        help="two one-process runs started together, taking turns epoch by epoch (each trains "
+        "while the other waits): drift between minutes falls on both alike",
+    )
+    parser.add_argument(
+        "--profile-steps",
+        type=int,
+        default=0,
+        help="trace this many optimizer steps of every run with torch.profiler (0: none)",
+    )
     parser.add_argument("--profile-dir", type=Path, help="where each run's operator table goes (with --profile-steps)")
     args = parser.parse_args()
     if bool(args.profile_steps) != bool(args.profile_dir):
@@ -431,11 +556,29 @@ def main() -> None:
             for run in run_order(args.runs, turn, args.alternate):
                 if run.startswith("chemprop"):
                     tracking = "val_loss" if run == "chemprop_loss" else "roc"
-                    launches[run] = run_chemprop(folder, names, (heldout_smiles, heldout_targets), seed, tracking,
-                                                 args.epochs, args.profile_steps, args.profile_dir)
+                    launches[run] = run_chemprop(
+                        folder,
+                        names,
+                        (heldout_smiles, heldout_targets),
+                        seed,
+                        tracking,
+                        args.epochs,
+                        args.profile_steps,
+                        args.profile_dir,
+                    )
                 else:
-                    launches[run] = run_ddpx(run, recipe, args.data, overrides, seed, args.epochs, folder,
-                                             train_size, args.profile_steps, args.profile_dir)
+                    launches[run] = run_ddpx(
+                        run,
+                        recipe,
+                        args.data,
+                        overrides,
+                        seed,
+                        args.epochs,
+                        folder,
+                        train_size,
+                        args.profile_steps,
+                        args.profile_dir,
+                    )
                 if not args.lockstep:  # one after the other: each builds its command as its turn comes
                     results[run].append(run_alone(run, launches.pop(run)))
                     print(f"seed {seed} {run}: {json.dumps(results[run][-1])}", file=sys.stderr, flush=True)
@@ -443,11 +586,15 @@ def main() -> None:
                 for run, result in run_in_lockstep(launches, folder).items():
                     results[run].append(result)
                     print(f"seed {seed} {run}: {json.dumps(result)}", file=sys.stderr, flush=True)
-    print(f"{date.today()}: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "
-          f"commit {commit()}; {args.set} ({args.data.name}), MoleculeNet's scaffold split 80/10/10 as ddpx makes it "
-          f"({len(heldout_smiles)} held-out molecules), {args.epochs} epochs, seeds {' '.join(map(str, args.seeds))}\n")
-    print("| run | held-out ROC-AUC (mean ± sd) | per seed | s/epoch, training | s/epoch, with dev | "
-          "s/run | s, all seeds |")
+    print(
+        f"{date.today()}: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "
+        f"commit {commit()}; {args.set} ({args.data.name}), MoleculeNet's scaffold split 80/10/10 as ddpx makes it "
+        f"({len(heldout_smiles)} held-out molecules), {args.epochs} epochs, seeds {' '.join(map(str, args.seeds))}\n"
+    )
+    print(
+        "| run | held-out ROC-AUC (mean ± sd) | per seed | s/epoch, training | s/epoch, with dev | "
+        "s/run | s, all seeds |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for run in args.runs:
         print(summary_row(labels[run], results[run]))

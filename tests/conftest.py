@@ -28,14 +28,35 @@ sys.path.insert(0, str(TEST_PLUGINS))  # the test plugins, importable here as in
 # The files that take longest (measured with --durations=0, longest total first; 2026-11-26). pytest-xdist hands
 # whole files to its workers in collection order (--dist loadfile --no-loadscope-reorder), so
 # starting these first leaves short files for the end and no worker waits long on the other.
-LONGEST_FIRST = ["test_training_e2e.py", "test_signals_and_nodes.py", "test_resume.py", "test_slurm.py",
-                 "test_sweep_and_runs.py", "test_dmpnn.py", "test_job_on_one_machine.py",
-                 "test_mlflow_server_and_ui.py", "test_gpu_check.py", "test_parallel_trials.py", "test_elastic.py",
-                 "test_peers.py", "test_smiles_e2e.py", "test_regression_e2e.py", "test_vision_real_mnist.py",
-                 "test_bad_input.py", "test_logged_model.py", "test_example_plugin.py",
-                 "test_tracking_store_lost.py", "test_wrappers.py", "test_vision_e2e.py", "test_quality_tables.py",
-                 "test_moleculenet_e2e.py", "test_features_ffn.py", "test_runs_table.py", "test_exact_evaluation.py",
-                 "test_accumulation_e2e.py"]
+LONGEST_FIRST = [
+    "test_training_e2e.py",
+    "test_signals_and_nodes.py",
+    "test_resume.py",
+    "test_slurm.py",
+    "test_sweep_and_runs.py",
+    "test_dmpnn.py",
+    "test_job_on_one_machine.py",
+    "test_mlflow_server_and_ui.py",
+    "test_gpu_check.py",
+    "test_parallel_trials.py",
+    "test_elastic.py",
+    "test_peers.py",
+    "test_smiles_e2e.py",
+    "test_regression_e2e.py",
+    "test_vision_real_mnist.py",
+    "test_bad_input.py",
+    "test_logged_model.py",
+    "test_example_plugin.py",
+    "test_tracking_store_lost.py",
+    "test_wrappers.py",
+    "test_vision_e2e.py",
+    "test_quality_tables.py",
+    "test_moleculenet_e2e.py",
+    "test_features_ffn.py",
+    "test_runs_table.py",
+    "test_exact_evaluation.py",
+    "test_accumulation_e2e.py",
+]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -44,6 +65,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
 
     items.sort(key=rank)  # stable: the order within a file and among the other files stays
+
 
 @dataclass
 class CliResult:
@@ -65,6 +87,7 @@ class CliResult:
         (run_dir,) = self.run_dirs()
         return json.loads((run_dir / "summary.json").read_text())
 
+
 def processes_with_marker(marker: str) -> list[int]:
     """PIDs of live processes whose environment carries ``marker`` (to find orphans)."""
     found = []
@@ -79,6 +102,7 @@ def processes_with_marker(marker: str) -> list[int]:
             continue
     return found
 
+
 def orphans(marker: str, wait_s: float = 5.0) -> list[int]:
     """Processes of a finished ``ddpx`` command still alive after ``wait_s`` seconds (the spawn
     launcher's fork server leaves when the command has exited, a moment later)."""
@@ -86,6 +110,7 @@ def orphans(marker: str, wait_s: float = 5.0) -> list[int]:
     while (left := processes_with_marker(marker)) and time.monotonic() < deadline:
         time.sleep(0.1)
     return left
+
 
 _STORE_TEMPLATE: list[Path] = []
 
@@ -115,7 +140,9 @@ def copy_of_new_store(template: Path, folder: Path, name: str = "mlflow.db") -> 
     target = folder / name
     shutil.copyfile(template, target)
     with sqlite3.connect(target) as db:
-        db.execute("UPDATE experiments SET artifact_location = ? WHERE experiment_id = 0", (str(folder / "mlruns" / "0"),))
+        db.execute(
+            "UPDATE experiments SET artifact_location = ? WHERE experiment_id = 0", (str(folder / "mlruns" / "0"),)
+        )
     db.close()
     return f"sqlite:///{target}"
 
@@ -137,8 +164,14 @@ def run_ddpx(tmp_path, tmp_path_factory):
     ``recipe`` or ``sweep`` finds a new, empty default store there (see ``store_template``) unless
     ``fresh_store=True`` leaves the folder as it is."""
 
-    def run(*args: str, plugins: tuple[str, ...] = (), env: dict | None = None, cwd: Path | None = None,
-            timeout: float = 240, fresh_store: bool = False) -> CliResult:
+    def run(
+        *args: str,
+        plugins: tuple[str, ...] = (),
+        env: dict | None = None,
+        cwd: Path | None = None,
+        timeout: float = 240,
+        fresh_store: bool = False,
+    ) -> CliResult:
         marker = uuid.uuid4().hex
         full_env = dict(os.environ)
         full_env.pop("MLFLOW_TRACKING_URI", None)
@@ -154,8 +187,14 @@ def run_ddpx(tmp_path, tmp_path_factory):
         workdir = cwd or tmp_path
         if not fresh_store and uses_default_store(args) and not (workdir / "mlflow.db").exists():
             copy_of_new_store(store_template(tmp_path_factory), workdir)
-        proc = subprocess.run([sys.executable, "-m", "ddpx", *args], cwd=workdir, env=full_env,
-                              capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            [sys.executable, "-m", "ddpx", *args],
+            cwd=workdir,
+            env=full_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         return CliResult(proc.returncode, proc.stdout, proc.stderr, marker, workdir)
 
     return run
@@ -180,8 +219,13 @@ def ddpx_here(tmp_path, monkeypatch):
         assert "DDPX_PLUGINS" not in (env or {}), "a test plugin needs a ddpx process of its own: use run_ddpx"
         workdir = cwd or tmp_path
         monkeypatch.chdir(workdir)
-        full_env = {"MLFLOW_TRACKING_URI": None, "COLUMNS": "200", "DDPX_LOG_MODEL": "false",
-                    "DDPX_SYSTEM_METRICS": "false", **(env or {})}
+        full_env = {
+            "MLFLOW_TRACKING_URI": None,
+            "COLUMNS": "200",
+            "DDPX_LOG_MODEL": "false",
+            "DDPX_SYSTEM_METRICS": "false",
+            **(env or {}),
+        }
         result = CliRunner().invoke(cli, list(args), env=full_env, prog_name="ddpx")
         if result.exception is not None and not isinstance(result.exception, SystemExit):
             raise result.exception
@@ -199,13 +243,27 @@ def job_here(tmp_path, monkeypatch):
     numbers), not of what the CLI prints; ``env`` is the ranks' environment too."""
     from ddpx.testing import run_recipe
 
-    def run(recipe: str, *overrides: str, nproc: int = 2, plugins: tuple[str, ...] = (), tracking_uri: str | None = None,
-            env: dict | None = None, cwd: Path | None = None) -> CliResult:
+    def run(
+        recipe: str,
+        *overrides: str,
+        nproc: int = 2,
+        plugins: tuple[str, ...] = (),
+        tracking_uri: str | None = None,
+        env: dict | None = None,
+        cwd: Path | None = None,
+    ) -> CliResult:
         workdir = cwd or tmp_path
         for key, value in {"DDPX_LOG_MODEL": "false", "DDPX_SYSTEM_METRICS": "false", **(env or {})}.items():
             monkeypatch.setenv(key, value)
-        run_recipe(recipe, overrides, plugins=plugins, nproc=nproc, tracking="mlflow" if tracking_uri else "none",
-                   tracking_uri=tracking_uri, workdir=workdir)
+        run_recipe(
+            recipe,
+            overrides,
+            plugins=plugins,
+            nproc=nproc,
+            tracking="mlflow" if tracking_uri else "none",
+            tracking_uri=tracking_uri,
+            workdir=workdir,
+        )
         return CliResult(0, "", "", uuid.uuid4().hex, workdir)
 
     return run
@@ -221,6 +279,7 @@ def tracking_uri(tmp_path_factory) -> str:
 def experiment() -> str:
     return f"test-{uuid.uuid4().hex[:8]}"
 
+
 class _CountingHandler(http.server.SimpleHTTPRequestHandler):
     def do_GET(self):
         self.server.requests.append(self.path)
@@ -228,6 +287,7 @@ class _CountingHandler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
 
 @contextmanager
 def serve_directory(folder: Path):
@@ -242,14 +302,21 @@ def serve_directory(folder: Path):
         server.shutdown()
         thread.join()
 
+
 def run_in_terminal(args: list[str], cwd, columns: int = 100, expect: int = 0) -> str:
     """Run ``ddpx ARGS`` with stdout and stderr on a pseudo-terminal ``columns`` wide (so rich sees a
     terminal); return everything it printed, ANSI escapes removed."""
     leader, follower = pty.openpty()
     env = {**os.environ, "PYTHONPATH": str(TEST_PLUGINS), "COLUMNS": str(columns), "TERM": "xterm-256color"}
     env.pop("MLFLOW_TRACKING_URI", None)
-    process = subprocess.Popen([sys.executable, "-m", "ddpx", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                               stdout=follower, stderr=follower)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ddpx", *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=follower,
+    )
     os.close(follower)
     chunks = []
     while True:

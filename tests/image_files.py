@@ -20,7 +20,7 @@ def class_images(labels: np.ndarray, channels: int, size: int, seed: int) -> np.
     cell = size // 4
     for i, label in enumerate(labels):
         row, col = divmod(int(label) % 16, 4)
-        images[i, :, row * cell:(row + 1) * cell, col * cell:(col + 1) * cell] += 180
+        images[i, :, row * cell : (row + 1) * cell, col * cell : (col + 1) * cell] += 180
         images[i, int(label) % channels] += 10 * int(label)
     return np.clip(images, 0, 255).astype(np.uint8)
 
@@ -50,8 +50,12 @@ def write_cifar10(root: Path, n_per_batch: int = 100, n_test: int = 200, seed: i
     for k, (name, n) in enumerate(batches):
         labels = np.arange(n) % 10
         images = class_images(labels, 3, 32, seed + k)
-        entry = {"batch_label": name, "labels": labels.tolist(), "data": images.reshape(n, 3 * 32 * 32),
-                 "filenames": [f"{name}_{i}.png" for i in range(n)]}
+        entry = {
+            "batch_label": name,
+            "labels": labels.tolist(),
+            "data": images.reshape(n, 3 * 32 * 32),
+            "filenames": [f"{name}_{i}.png" for i in range(n)],
+        }
         with open(folder / name, "wb") as fh:
             pickle.dump(entry, fh)
     with open(folder / "batches.meta", "wb") as fh:

@@ -32,11 +32,23 @@ def mlflow_server(folder: Path, startup_timeout: float = 90.0):
     port = free_port()
     env = dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")
     log = (folder / "server.log").open("wb")
-    command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-               "--workers", "1", "--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}",
-               "--artifacts-destination", str(folder / "artifacts")]
-    proc = subprocess.Popen(command, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    command = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--backend-store-uri",
+        f"sqlite:///{folder / 'mlflow.db'}",
+        "--artifacts-destination",
+        str(folder / "artifacts"),
+    ]
+    proc = subprocess.Popen(command, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     uri = ServerUri(f"http://127.0.0.1:{port}")
     uri.process = proc
     try:

@@ -41,7 +41,11 @@ def mnist_candidates() -> list[Path]:
 BBBP = first_existing(bbbp_candidates(), Path.is_file)
 MNIST = first_existing(mnist_candidates(), has_mnist)
 
-needs_bbbp = pytest.mark.skipif(BBBP is None, reason=f"no real BBBP file at {where_looked(bbbp_candidates())} "
-                                                     "(set DDPX_DATA_DIR; CI has ../shared/data)")
-needs_mnist = pytest.mark.skipif(MNIST is None, reason=f"no real MNIST files in {where_looked(mnist_candidates())} "
-                                                       "(set DDPX_DATA_DIR; CI has ../shared/data)")
+needs_bbbp = pytest.mark.skipif(
+    BBBP is None,
+    reason=f"no real BBBP file at {where_looked(bbbp_candidates())} (set DDPX_DATA_DIR; CI has ../shared/data)",
+)
+needs_mnist = pytest.mark.skipif(
+    MNIST is None,
+    reason=f"no real MNIST files in {where_looked(mnist_candidates())} (set DDPX_DATA_DIR; CI has ../shared/data)",
+)

@@ -8,8 +8,25 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-FRAGMENTS = ["CC", "CCO", "c1ccccc1", "CC(=O)N", "C1CCNCC1", "OC", "C(=O)O", "c1ccncc1", "CN(C)C", "C#N",
-             "[nH]1cccc1", "C%10CC%10", "S(=O)(=O)N", "CCN", "F", "[C@@H](O)C", "Br"]
+FRAGMENTS = [
+    "CC",
+    "CCO",
+    "c1ccccc1",
+    "CC(=O)N",
+    "C1CCNCC1",
+    "OC",
+    "C(=O)O",
+    "c1ccncc1",
+    "CN(C)C",
+    "C#N",
+    "[nH]1cccc1",
+    "C%10CC%10",
+    "S(=O)(=O)N",
+    "CCN",
+    "F",
+    "[C@@H](O)C",
+    "Br",
+]
 
 
 def molecule(rng: random.Random, chlorine: bool) -> str:
@@ -19,8 +36,16 @@ def molecule(rng: random.Random, chlorine: bool) -> str:
     return "".join(parts)
 
 
-def write_smiles_csv(path: Path, n: int = 240, seed: int = 0, *, bom: bool = True, extra_rows: str = "",
-                     smiles_column: str = "smiles", label_column: str = "p_np") -> Path:
+def write_smiles_csv(
+    path: Path,
+    n: int = 240,
+    seed: int = 0,
+    *,
+    bom: bool = True,
+    extra_rows: str = "",
+    smiles_column: str = "smiles",
+    label_column: str = "p_np",
+) -> Path:
     """BBBP's columns (``num,name,p_np,smiles``), CRLF endings, quoted names with commas."""
     rng = random.Random(seed)
     lines = [f"num,name,{label_column},{smiles_column}"]
@@ -52,8 +77,15 @@ def _cells(i: int, smiles: str, n_labels: int) -> list[str]:
     return cells
 
 
-def write_multilabel_csv(path: Path, n: int = 300, seed: int = 0, *, labels: list[str] = LABELS,
-                         smiles_column: str = "smiles", gzip_it: bool = False) -> Path:
+def write_multilabel_csv(
+    path: Path,
+    n: int = 300,
+    seed: int = 0,
+    *,
+    labels: list[str] = LABELS,
+    smiles_column: str = "smiles",
+    gzip_it: bool = False,
+) -> Path:
     """Tox21's shape: ``smiles``, then 0/1 label columns with empty cells for missing labels, then
     ``mol_id``; column names quoted (SIDER's hold commas); gzip-compressed like the published files."""
     rng = random.Random(seed)

@@ -4,15 +4,20 @@ per-step gradient norm."""
 
 import pytest
 import torch
-from mlflow.tracking import MlflowClient
-
 from conftest import TEST_RECIPES
+from mlflow.tracking import MlflowClient
 
 pytestmark = pytest.mark.slow  # starts ranks
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
-COMMON = ("dataset.train_size=320", "train.max_epochs=2", "train.clip_grad_norm=0.3",
-          "train.lr_schedule=cosine", "train.warmup_fraction=0.1", "train.log_every_n_steps=1")
+COMMON = (
+    "dataset.train_size=320",
+    "train.max_epochs=2",
+    "train.clip_grad_norm=0.3",
+    "train.lr_schedule=cosine",
+    "train.warmup_fraction=0.1",
+    "train.log_every_n_steps=1",
+)
 
 
 def last_weights(result):
@@ -22,8 +27,9 @@ def last_weights(result):
 
 def test_two_micro_batches_of_b_train_the_weights_of_one_batch_of_2b(job_here, tmp_path, new_store):
     (tmp_path / "k2").mkdir(), (tmp_path / "k1").mkdir()
-    accumulated = job_here(TINY, *COMMON, "train.batch_size=8", "train.accumulate=2", tracking_uri=new_store,
-                           cwd=tmp_path / "k2")
+    accumulated = job_here(
+        TINY, *COMMON, "train.batch_size=8", "train.accumulate=2", tracking_uri=new_store, cwd=tmp_path / "k2"
+    )
     whole = job_here(TINY, *COMMON, "train.batch_size=16", cwd=tmp_path / "k1")
 
     a, b = last_weights(accumulated), last_weights(whole)

@@ -9,18 +9,17 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pytest
 import torch
-from mlflow.tracking import MlflowClient
-
 from conftest import TEST_RECIPES, orphans
 from image_files import write_idx, write_mnist
+from mlflow.tracking import MlflowClient
 from smiles_files import write_smiles_csv
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
@@ -67,8 +66,9 @@ def _refusing_sbatch(folder: Path) -> None:
     """A real ``sbatch`` that refuses every job, as Slurm does one it cannot place."""
     (folder / "bin").mkdir()
     sbatch = folder / "bin" / "sbatch"
-    sbatch.write_text("#!/bin/sh\necho 'sbatch: error: Batch job submission failed: Invalid partition name "
-                      "specified' >&2\nexit 1\n")
+    sbatch.write_text(
+        "#!/bin/sh\necho 'sbatch: error: Batch job submission failed: Invalid partition name specified' >&2\nexit 1\n"
+    )
     sbatch.chmod(0o755)
 
 
@@ -76,8 +76,9 @@ def _refusing_sbatch(folder: Path) -> None:
 def full_disk(folder: Path):
     """A real full disk at ``folder``: a small tmpfs, filled to its last byte (mounting needs root)."""
     folder.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(folder)], capture_output=True,
-                             text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(folder)], capture_output=True, text=True
+    )
     if mounted.returncode != 0:
         pytest.skip(f"mounting a small tmpfs needs root (CI runs as root): {mounted.stderr.strip()}")
     try:
@@ -108,8 +109,12 @@ def _checkpoints(folder: Path) -> None:
 BBBP = ["recipe", "bbbp_rnn", "train.max_epochs=1"]
 OWN_CSV = ["recipe", "smiles_csv_rnn", "train.max_epochs=1", "dataset.label_column=y"]
 MEASURED = b"smiles,y\n" + b"".join(f"{'C' * (i % 6 + 1)}O,{-1.25 - 0.5 * (i % 6):.2f}\n".encode() for i in range(30))
-WIDE = ("id,SMILES_in,y," + ",".join(f"d{i}" for i in range(300)) + "\n"
-        + "".join(f"{i},C{'C' * (i % 5)}O,{i % 2}," + ",".join("0.5" for _ in range(300)) + "\n" for i in range(40))).encode()
+WIDE = (
+    "id,SMILES_in,y,"
+    + ",".join(f"d{i}" for i in range(300))
+    + "\n"
+    + "".join(f"{i},C{'C' * (i % 5)}O,{i % 2}," + ",".join("0.5" for _ in range(300)) + "\n" for i in range(40))
+).encode()
 LONE_ACTIVE = ("smiles,y\n" + "".join(f"C{'C' * (i % 7)}O,{int(i > 0)}\n" for i in range(60))).encode()
 NUL_NAME = b'name = "tiny\\u0000x"\ntask = "mlp_synthetic"\n[model]\nname = "mlp"\n'
 CASES = {
@@ -117,164 +122,273 @@ CASES = {
     "nan lr": Case(["recipe", TINY, "train.lr=nan"], "'train.lr' must be a finite number, not nan"),
     "infinite weight decay": Case(["recipe", TINY, "train.weight_decay=inf"], "'train.weight_decay' must be a finite"),
     "fraction above one": Case(["recipe", TINY, "dataset.label_noise=1.5"], "'dataset.label_noise' must be at most 1"),
-    "split fraction of one": Case([*BBBP, "dataset.heldout_fraction=1"], "'dataset.heldout_fraction' must be less than 1"),
-    "seed beyond 32 bits": Case(["recipe", TINY, "train.seed=18446744073709551617"],
-                                "'train.seed' must be at most 4294967295"),
+    "split fraction of one": Case(
+        [*BBBP, "dataset.heldout_fraction=1"], "'dataset.heldout_fraction' must be less than 1"
+    ),
+    "seed beyond 32 bits": Case(
+        ["recipe", TINY, "train.seed=18446744073709551617"], "'train.seed' must be at most 4294967295"
+    ),
     "integer beyond 64 bits": Case(["recipe", TINY, "dataset.train_size=1" + "0" * 30], "does not fit in 64 bits"),
-    "batch larger than each rank's share": Case(["recipe", TINY, "dataset.train_size=100", "train.batch_size=64"],
-                                                "train.batch_size=64 is larger than each rank's share"),
+    "batch larger than each rank's share": Case(
+        ["recipe", TINY, "dataset.train_size=100", "train.batch_size=64"],
+        "train.batch_size=64 is larger than each rank's share",
+    ),
     "nan timeout": Case(["recipe", TINY, "--timeout", "nan"], "--timeout must be a positive, finite number"),
     "infinite timeout": Case(["recipe", TINY, "--timeout", "inf"], "--timeout must be a positive, finite number"),
     "negative stall report": Case(["recipe", TINY, "--stall-report", "-1"], "--stall-report must be 0 (never) or"),
     # several labels
-    "label columns not a list": Case(["recipe", "clintox_rnn", "dataset.label_columns=CT_TOX"],
-                                     "'dataset.label_columns' must be a list of text"),
-    "a label column without labels": Case(["recipe", "clintox_rnn", "dataset.path=clintox.csv"],
-                                          "label column 'CT_TOX' of", files=_write(
-                                              "clintox.csv", b"smiles,FDA_APPROVED,CT_TOX\nCCO,1,\nCCCl,0,NaN\n")),
+    "label columns not a list": Case(
+        ["recipe", "clintox_rnn", "dataset.label_columns=CT_TOX"], "'dataset.label_columns' must be a list of text"
+    ),
+    "a label column without labels": Case(
+        ["recipe", "clintox_rnn", "dataset.path=clintox.csv"],
+        "label column 'CT_TOX' of",
+        files=_write("clintox.csv", b"smiles,FDA_APPROVED,CT_TOX\nCCO,1,\nCCCl,0,NaN\n"),
+    ),
     # names that would become paths out of the run folder
     "name with ../": Case(["recipe", TINY, "name=../../escaped"], "'name' cannot be '../../escaped'"),
     "absolute name": Case(["recipe", TINY, "name=/tmp/escaped"], "a path separator or a leading '.'"),
     "300-character name": Case(["recipe", TINY, "name=" + "n" * 300], "it is 300 characters long"),
-    "NUL byte in a name": Case(["recipe", "nul.toml"], "'name' contains the control character",
-                               files=_write("nul.toml", NUL_NAME)),
-    "file url for a download": Case([*BBBP, "dataset.download=true", "dataset.url=file:///etc/passwd"],
-                                    "'dataset.url' must be a http:// or https:// address"),
+    "NUL byte in a name": Case(
+        ["recipe", "nul.toml"], "'name' contains the control character", files=_write("nul.toml", NUL_NAME)
+    ),
+    "file url for a download": Case(
+        [*BBBP, "dataset.download=true", "dataset.url=file:///etc/passwd"],
+        "'dataset.url' must be a http:// or https:// address",
+    ),
     # tracking that silently would not be
-    "unknown tracking scheme": Case(["recipe", TINY, "--tracking-uri", "sqlit:///mlflow.db"],
-                                    "cannot store runs at a 'sqlit://' address", own_store=True),
-    "tracking server that does not answer": Case(["recipe", TINY, "--tracking-uri", "http://127.0.0.1:9"],
-                                                 "no MLflow server answers at http://127.0.0.1:9", own_store=True),
-    "sqlite store in a missing folder": Case(["recipe", TINY, "--tracking-uri", "sqlite:////nonexistent/ddpx/m.db"],
-                                             "the folder /nonexistent/ddpx does not exist", own_store=True),
-    "sqlite store that cannot be written": Case(["recipe", TINY, "--tracking-uri", "sqlite:////proc/ddpx.db"],
-                                                "nothing can be written in /proc", own_store=True),
+    "unknown tracking scheme": Case(
+        ["recipe", TINY, "--tracking-uri", "sqlit:///mlflow.db"],
+        "cannot store runs at a 'sqlit://' address",
+        own_store=True,
+    ),
+    "tracking server that does not answer": Case(
+        ["recipe", TINY, "--tracking-uri", "http://127.0.0.1:9"],
+        "no MLflow server answers at http://127.0.0.1:9",
+        own_store=True,
+    ),
+    "sqlite store in a missing folder": Case(
+        ["recipe", TINY, "--tracking-uri", "sqlite:////nonexistent/ddpx/m.db"],
+        "the folder /nonexistent/ddpx does not exist",
+        own_store=True,
+    ),
+    "sqlite store that cannot be written": Case(
+        ["recipe", TINY, "--tracking-uri", "sqlite:////proc/ddpx.db"], "nothing can be written in /proc", own_store=True
+    ),
     # run folders that cannot be made
-    "run folder under a file": Case(["recipe", TINY, "--run-dir", "taken/runs"], "cannot create the run folder",
-                                    files=_write("taken", b"a file, not a folder")),
+    "run folder under a file": Case(
+        ["recipe", TINY, "--run-dir", "taken/runs"],
+        "cannot create the run folder",
+        files=_write("taken", b"a file, not a folder"),
+    ),
     "unknown recipe": Case(["recipe", "no_such_recipe"], "unknown recipe 'no_such_recipe'. Available:"),
     "unknown task": Case(["recipe", TINY, "task=no_such_task"], "unknown task 'no_such_task'"),
     "unknown launcher": Case(["recipe", TINY, "--launcher", "mpirun"], "unknown launcher 'mpirun'"),
     "unknown backend": Case(["recipe", TINY, "--backend", "mpi"], "unknown backend 'mpi'"),
     "unknown wrapper": Case(["recipe", TINY, "train.wrapper=zero3"], "unknown wrapper 'zero3'"),
-    "sync check of shards": Case(["recipe", TINY, "train.wrapper=fsdp", "train.check_sync=true"],
-                                 "each rank holds only its shard"),
+    "sync check of shards": Case(
+        ["recipe", TINY, "train.wrapper=fsdp", "train.check_sync=true"], "each rank holds only its shard"
+    ),
     "compiled shards": Case(["recipe", TINY, "train.wrapper=fsdp", "train.compile=true"], "Set train.compile=false"),
     "unknown plugin": Case(["plugins", "check", "no_such_plugin"], "no plugin or distribution called 'no_such_plugin'"),
     "unknown key": Case(["recipe", TINY, "train.lrr=0.1"], "Did you mean 'train.lr'?"),
     "mistyped value": Case(["recipe", TINY, "train.lr=fast"], "'train.lr' must be a number, not 'fast'"),
     "zero batch size": Case(["recipe", TINY, "train.batch_size=0"], "'train.batch_size' must be at least 1"),
     "negative batch size": Case(["recipe", TINY, "train.batch_size=-8"], "'train.batch_size' must be at least 1"),
-    "log scale from zero": Case(["sweep", TINY, "train.lr=loguniform(0,1)", "--search", "optuna", "--trials", "2"],
-                                "a log scale needs LOW above 0"),
-    "bounds the wrong way": Case(["sweep", TINY, "model.n_layers=int(3,1)", "--search", "optuna", "--trials", "2"],
-                                 "LOW (3) is above HIGH (1); write int(1,3)"),
-    "unknown distribution": Case(["sweep", TINY, "train.lr=normal(0,1)", "--search", "optuna", "--trials", "2"],
-                                 "unknown distribution 'normal'"),
-    "searched key that does not exist": Case(["sweep", TINY, "train.lrr=loguniform(0.01,0.1)", "--search", "optuna",
-                                              "--trials", "2"], "Did you mean 'train.lr'?"),
-    "search value out of range": Case(["sweep", TINY, "train.momentum=uniform(0.5,1.5)", "--search", "optuna",
-                                       "--trials", "2"], "'train.momentum' must be less than 1"),
-    "search without trials": Case(["sweep", TINY, "train.lr=loguniform(0.01,0.1)", "--search", "optuna"],
-                                  "needs --trials N"),
-    "negative pruner warm-up": Case(["sweep", TINY, "train.lr=loguniform(0.01,0.1)", "--search", "optuna", "--trials",
-                                     "2", "--pruner-warmup", "-1"], "--pruner-warmup must be 0 or more epochs"),
+    "log scale from zero": Case(
+        ["sweep", TINY, "train.lr=loguniform(0,1)", "--search", "optuna", "--trials", "2"],
+        "a log scale needs LOW above 0",
+    ),
+    "bounds the wrong way": Case(
+        ["sweep", TINY, "model.n_layers=int(3,1)", "--search", "optuna", "--trials", "2"],
+        "LOW (3) is above HIGH (1); write int(1,3)",
+    ),
+    "unknown distribution": Case(
+        ["sweep", TINY, "train.lr=normal(0,1)", "--search", "optuna", "--trials", "2"], "unknown distribution 'normal'"
+    ),
+    "searched key that does not exist": Case(
+        ["sweep", TINY, "train.lrr=loguniform(0.01,0.1)", "--search", "optuna", "--trials", "2"],
+        "Did you mean 'train.lr'?",
+    ),
+    "search value out of range": Case(
+        ["sweep", TINY, "train.momentum=uniform(0.5,1.5)", "--search", "optuna", "--trials", "2"],
+        "'train.momentum' must be less than 1",
+    ),
+    "search without trials": Case(
+        ["sweep", TINY, "train.lr=loguniform(0.01,0.1)", "--search", "optuna"], "needs --trials N"
+    ),
+    "negative pruner warm-up": Case(
+        [
+            "sweep",
+            TINY,
+            "train.lr=loguniform(0.01,0.1)",
+            "--search",
+            "optuna",
+            "--trials",
+            "2",
+            "--pruner-warmup",
+            "-1",
+        ],
+        "--pruner-warmup must be 0 or more epochs",
+    ),
     "search space in a grid sweep": Case(["sweep", TINY, "train.lr=loguniform(0.01,0.1)"], "add --search optuna"),
     # machines: a node range is torchrun's elastic mode, and needs restarts to survive a departure
     "node range for spawn": Case(["recipe", TINY, "--nnodes", "1:2"], "only a launcher that re-forms the job"),
-    "node range upside down": Case(["recipe", TINY, "--launcher", "torchrun", "--nnodes", "3:1"],
-                                   "a range MIN:MAX needs 1 <= MIN <= MAX, not 3:1"),
+    "node range upside down": Case(
+        ["recipe", TINY, "--launcher", "torchrun", "--nnodes", "3:1"], "a range MIN:MAX needs 1 <= MIN <= MAX, not 3:1"
+    ),
     "node count in words": Case(["recipe", TINY, "--nnodes", "two"], "--nnodes takes a number of machines (2)"),
-    "elastic without restarts": Case(["recipe", TINY, "--launcher", "torchrun", "--nnodes", "1:2", "--rdzv-endpoint",
-                                      "127.0.0.1:29400"], "give --max-restarts the number of departures"),
-    "elastic shards": Case(["recipe", TINY, "--launcher", "torchrun", "--nnodes", "1:2", "train.wrapper=fsdp"],
-                           "use train.wrapper=ddp for an elastic job"),
-    "unknown rendezvous setting": Case(["recipe", TINY, "--launcher", "torchrun", "--rdzv-conf", "timeout=5"],
-                                       "--rdzv-conf takes KEY=SECONDS pairs"),
-    "no trials at once": Case(["sweep", TINY, "train.lr=0.05,0.1", "--parallel", "0"],
-                              "--parallel must be at least 1"),
-    "parallel trials on one port": Case(["sweep", TINY, "train.lr=0.05,0.1", "--parallel", "2", "--master-port",
-                                         "29533"], "each on a free port of its own: leave out --master-port"),
+    "elastic without restarts": Case(
+        ["recipe", TINY, "--launcher", "torchrun", "--nnodes", "1:2", "--rdzv-endpoint", "127.0.0.1:29400"],
+        "give --max-restarts the number of departures",
+    ),
+    "elastic shards": Case(
+        ["recipe", TINY, "--launcher", "torchrun", "--nnodes", "1:2", "train.wrapper=fsdp"],
+        "use train.wrapper=ddp for an elastic job",
+    ),
+    "unknown rendezvous setting": Case(
+        ["recipe", TINY, "--launcher", "torchrun", "--rdzv-conf", "timeout=5"], "--rdzv-conf takes KEY=SECONDS pairs"
+    ),
+    "no trials at once": Case(["sweep", TINY, "train.lr=0.05,0.1", "--parallel", "0"], "--parallel must be at least 1"),
+    "parallel trials on one port": Case(
+        ["sweep", TINY, "train.lr=0.05,0.1", "--parallel", "2", "--master-port", "29533"],
+        "each on a free port of its own: leave out --master-port",
+    ),
     "zero accumulation": Case(["recipe", TINY, "train.accumulate=0"], "'train.accumulate' must be at least 1"),
-    "negative clipping norm": Case(["recipe", TINY, "train.clip_grad_norm=-1"],
-                                   "'train.clip_grad_norm' must be at least 0"),
-    "two warm-ups": Case(["recipe", TINY, "train.warmup_steps=5", "train.warmup_fraction=0.1"],
-                         "keep one and set the other to 0"),
-    "warm-up with onecycle": Case(["recipe", TINY, "train.lr_schedule=onecycle", "train.warmup_steps=5"],
-                                  "onecycle warms up by itself"),
+    "negative clipping norm": Case(
+        ["recipe", TINY, "train.clip_grad_norm=-1"], "'train.clip_grad_norm' must be at least 0"
+    ),
+    "two warm-ups": Case(
+        ["recipe", TINY, "train.warmup_steps=5", "train.warmup_fraction=0.1"], "keep one and set the other to 0"
+    ),
+    "warm-up with onecycle": Case(
+        ["recipe", TINY, "train.lr_schedule=onecycle", "train.warmup_steps=5"], "onecycle warms up by itself"
+    ),
     "unknown schedule": Case(["recipe", TINY, "train.lr_schedule=linear"], "unknown schedule 'linear'"),
     "zero lr": Case(["recipe", TINY, "train.lr=0"], "'train.lr' must be greater than 0"),
     "negative lr": Case(["recipe", TINY, "train.lr=-0.1"], "'train.lr' must be greater than 0"),
     "zero nproc": Case(["recipe", TINY, "--nproc", "0"], "--nproc must be at least 1"),
     "negative nproc": Case(["recipe", TINY, "--nproc", "-2"], "--nproc must be at least 1"),
-    "more ranks than samples": Case(["recipe", TINY, "dataset.train_size=2", "--nproc", "3"],
-                                    "fewer training samples than the job's 3 ranks"),
+    "more ranks than samples": Case(
+        ["recipe", TINY, "dataset.train_size=2", "--nproc", "3"], "fewer training samples than the job's 3 ranks"
+    ),
     "nccl without GPUs": Case(["recipe", TINY, "--backend", "nccl"], "Use --backend gloo"),
-    "malformed recipe file": Case(["recipe", "broken.toml"], "is not valid TOML",
-                                  files=_write("broken.toml", b'name = "x"\ntask = "mlp_synthetic\n')),
+    "malformed recipe file": Case(
+        ["recipe", "broken.toml"],
+        "is not valid TOML",
+        files=_write("broken.toml", b'name = "x"\ntask = "mlp_synthetic\n'),
+    ),
     "missing dataset file": Case([*BBBP, "dataset.path=absent.csv"], "does not exist"),
     "empty dataset file": Case([*BBBP, "dataset.path=empty.csv"], "is empty", files=_write("empty.csv", b"")),
-    "binary dataset file": Case([*BBBP, "dataset.path=blob.csv"], "is not UTF-8 text",
-                                files=_write("blob.csv", bytes(range(256)) * 8)),
-    "truncated image file": Case(["recipe", "mnist_convnet", "dataset.root=images"], "is truncated",
-                                 files=_mnist_cut),
-    "csv without the label column": Case([*BBBP, "dataset.path=m.csv", "dataset.label_column=bbb"],
-                                         "has no column 'bbb'", files=_smiles("m.csv", n=40)),
+    "binary dataset file": Case(
+        [*BBBP, "dataset.path=blob.csv"], "is not UTF-8 text", files=_write("blob.csv", bytes(range(256)) * 8)
+    ),
+    "truncated image file": Case(["recipe", "mnist_convnet", "dataset.root=images"], "is truncated", files=_mnist_cut),
+    "csv without the label column": Case(
+        [*BBBP, "dataset.path=m.csv", "dataset.label_column=bbb"], "has no column 'bbb'", files=_smiles("m.csv", n=40)
+    ),
     "wide csv without its smiles column": Case(
-        [*OWN_CSV, "dataset.path=wide.csv"], "has no column 'smiles'. Did you mean 'SMILES_in'? Its columns are: id, "
+        [*OWN_CSV, "dataset.path=wide.csv"],
+        "has no column 'smiles'. Did you mean 'SMILES_in'? Its columns are: id, "
         "SMILES_in, y, d0, d1, d2, d3, d4, d5, d6, d7, d8 (and 291 more). Set dataset.smiles_column.",
-        files=_write("wide.csv", WIDE)),
+        files=_write("wide.csv", WIDE),
+    ),
     "csv with one class only": Case([*BBBP, "dataset.path=one_class.csv"], "has only label 1", files=_one_class),
     # molecule features go beside a graph: a token model cannot take them; a featurizer Chemprop has not
-    "molecule features for a token model": Case([*BBBP, "dataset.molecule_features=rdkit_2d"],
-                                                "this recipe's model reads smiles_tokens, not graphs. Use a graph model"),
-    "unknown molecule featurizer": Case([*BBBP, "dataset.molecule_features=morgan_count+rdkit_3d"],
-                                        "'rdkit_3d' is not one of Chemprop's molecule featurizers (did you mean "
-                                        "'rdkit_2d'?). Use v1_rdkit_2d_normalized"),
-    "featurizer named twice": Case([*BBBP, "dataset.molecule_features=morgan_count+morgan_count"],
-                                   "names morgan_count twice"),
-    "enumeration for a graph model": Case(["recipe", "bbbp_dmpnn", "dataset.enumerate=4"],
-                                          "this recipe's model reads molecule_graph, which is the same however the "
-                                          "SMILES is written", needs="chemprop"),
-    "features model without features": Case(["recipe", "bbbp_ffn", "dataset.molecule_features=none"],
-                                            "reads molecule-level features only, and dataset.molecule_features=none "
-                                            "gives it none. Name them", needs="chemprop"),
+    "molecule features for a token model": Case(
+        [*BBBP, "dataset.molecule_features=rdkit_2d"],
+        "this recipe's model reads smiles_tokens, not graphs. Use a graph model",
+    ),
+    "unknown molecule featurizer": Case(
+        [*BBBP, "dataset.molecule_features=morgan_count+rdkit_3d"],
+        "'rdkit_3d' is not one of Chemprop's molecule featurizers (did you mean "
+        "'rdkit_2d'?). Use v1_rdkit_2d_normalized",
+    ),
+    "featurizer named twice": Case(
+        [*BBBP, "dataset.molecule_features=morgan_count+morgan_count"], "names morgan_count twice"
+    ),
+    "enumeration for a graph model": Case(
+        ["recipe", "bbbp_dmpnn", "dataset.enumerate=4"],
+        "this recipe's model reads molecule_graph, which is the same however the SMILES is written",
+        needs="chemprop",
+    ),
+    "features model without features": Case(
+        ["recipe", "bbbp_ffn", "dataset.molecule_features=none"],
+        "reads molecule-level features only, and dataset.molecule_features=none gives it none. Name them",
+        needs="chemprop",
+    ),
     # data in the right format but the wrong range or size: seen before launch, not in a training step
-    "image label out of range": Case(["recipe", "mnist_convnet", "dataset.root=images"],
-                                     "holds label(s) 12, outside the task's 10 classes", files=_mnist_label_12),
-    "images too few for the dev split": Case(["recipe", "mnist_convnet", "dataset.root=images"], "holds 60 training "
-                                             "images, too few for a stratified dev split",
-                                             files=lambda folder: write_mnist(folder / "images", n_train=60, n_test=20)),
-    "csv too small for its split": Case([*OWN_CSV, "dataset.path=three.csv"], "has 3 molecules, only 1 of them with "
-                                        "label 0", files=_write("three.csv", b"smiles,y\nCCO,1\nCCCl,0\nCCN,1\n")),
-    "csv with one molecule of a class": Case([*OWN_CSV, "dataset.path=lone.csv"], "Add molecules with label 0 (at "
-                                             "least 10", files=_write("lone.csv", LONE_ACTIVE)),
+    "image label out of range": Case(
+        ["recipe", "mnist_convnet", "dataset.root=images"],
+        "holds label(s) 12, outside the task's 10 classes",
+        files=_mnist_label_12,
+    ),
+    "images too few for the dev split": Case(
+        ["recipe", "mnist_convnet", "dataset.root=images"],
+        "holds 60 training images, too few for a stratified dev split",
+        files=lambda folder: write_mnist(folder / "images", n_train=60, n_test=20),
+    ),
+    "csv too small for its split": Case(
+        [*OWN_CSV, "dataset.path=three.csv"],
+        "has 3 molecules, only 1 of them with label 0",
+        files=_write("three.csv", b"smiles,y\nCCO,1\nCCCl,0\nCCN,1\n"),
+    ),
+    "csv with one molecule of a class": Case(
+        [*OWN_CSV, "dataset.path=lone.csv"],
+        "Add molecules with label 0 (at least 10",
+        files=_write("lone.csv", LONE_ACTIVE),
+    ),
     # a user's own file declared as what it is not
-    "measurements declared classification": Case([*OWN_CSV, "dataset.path=logs.csv"], "measurements, not classes. "
-                                                  "Train on them as a regression", files=_write("logs.csv", MEASURED)),
-    "classes declared regression": Case([*OWN_CSV, "dataset.path=m.csv", "dataset.label_column=p_np",
-                                         "dataset.task_type=regression"], "holds only 0 and 1: classes, not "
-                                        "measurements. Set dataset.task_type=classification", files=_smiles("m.csv", n=40)),
+    "measurements declared classification": Case(
+        [*OWN_CSV, "dataset.path=logs.csv"],
+        "measurements, not classes. Train on them as a regression",
+        files=_write("logs.csv", MEASURED),
+    ),
+    "classes declared regression": Case(
+        [*OWN_CSV, "dataset.path=m.csv", "dataset.label_column=p_np", "dataset.task_type=regression"],
+        "holds only 0 and 1: classes, not measurements. Set dataset.task_type=classification",
+        files=_smiles("m.csv", n=40),
+    ),
     # a batch system that refuses the job: nothing submitted, nothing recorded
-    "sbatch refusing the job": Case(["recipe", TINY, "--launcher", "slurm"], "Slurm refused the job, so nothing was "
-                                    "submitted", files=_refusing_sbatch,
-                                    env={"PATH": "{folder}/bin" + os.pathsep + os.environ["PATH"]}),
+    "sbatch refusing the job": Case(
+        ["recipe", TINY, "--launcher", "slurm"],
+        "Slurm refused the job, so nothing was submitted",
+        files=_refusing_sbatch,
+        env={"PATH": "{folder}/bin" + os.pathsep + os.environ["PATH"]},
+    ),
     # a full disk: named with its folder, before launch
-    "run folder on a full disk": Case(["recipe", TINY, "--run-dir", "disk/runs"], "no space left on the device "
-                                      "holding", full_disk=True),
-    "tracking store on a full disk": Case(["recipe", TINY, "--tracking-uri", "sqlite:///disk/m.db"], "no space left "
-                                          "on the device holding", full_disk=True, own_store=True),
-    "corrupt checkpoint": Case(["recipe", TINY, "--resume", "corrupt.pt"], "cannot be read safely",
-                               files=_checkpoints),
-    "foreign checkpoint": Case(["recipe", TINY, "--resume", "foreign.pt"], "cannot resume a run: it lacks",
-                               files=_checkpoints),
-    "init_from of another model": Case(["recipe", TINY, "train.init_from=other_model.pt"],
-                                       "model.dim_hidden=16 there, 64 here", files=_checkpoints),
-    "checkpoint with pickled objects": Case(["recipe", TINY, "train.init_from=pickled.pt"],
-                                            "Unsupported global: GLOBAL print", files=_checkpoints),
+    "run folder on a full disk": Case(
+        ["recipe", TINY, "--run-dir", "disk/runs"], "no space left on the device holding", full_disk=True
+    ),
+    "tracking store on a full disk": Case(
+        ["recipe", TINY, "--tracking-uri", "sqlite:///disk/m.db"],
+        "no space left on the device holding",
+        full_disk=True,
+        own_store=True,
+    ),
+    "corrupt checkpoint": Case(["recipe", TINY, "--resume", "corrupt.pt"], "cannot be read safely", files=_checkpoints),
+    "foreign checkpoint": Case(
+        ["recipe", TINY, "--resume", "foreign.pt"], "cannot resume a run: it lacks", files=_checkpoints
+    ),
+    "init_from of another model": Case(
+        ["recipe", TINY, "train.init_from=other_model.pt"], "model.dim_hidden=16 there, 64 here", files=_checkpoints
+    ),
+    "checkpoint with pickled objects": Case(
+        ["recipe", TINY, "train.init_from=pickled.pt"], "Unsupported global: GLOBAL print", files=_checkpoints
+    ),
     "download that fails in the ranks": Case(
-        [*BBBP, "--nproc", "1", "dataset.path=later.csv", "dataset.download=true", "dataset.url=http://127.0.0.1:9/BBBP.csv"],
-        "could not download http://127.0.0.1:9/BBBP.csv", exit_code=1, failed_run=True),
+        [
+            *BBBP,
+            "--nproc",
+            "1",
+            "dataset.path=later.csv",
+            "dataset.download=true",
+            "dataset.url=http://127.0.0.1:9/BBBP.csv",
+        ],
+        "could not download http://127.0.0.1:9/BBBP.csv",
+        exit_code=1,
+        failed_run=True,
+    ),
 }
 
 
@@ -282,13 +396,21 @@ IN_THE_RANKS = {name for name, case in CASES.items() if case.failed_run}  # thes
 # Caught before launch, so run in this process (the same CLI, no new interpreter's imports), except
 # these, which go through a real ``python -m ddpx`` as a user's command does: one of each kind of
 # check, the full disks (a traceback could come on the interpreter's way out) and the ranks' errors.
-IN_A_NEW_PROCESS = {"unknown key", "missing dataset file", "corrupt checkpoint", "csv too small for its split",
-                    "image label out of range", "sbatch refusing the job", "tracking server that does not answer",
-                    *(name for name, case in CASES.items() if case.full_disk or case.failed_run)}
+IN_A_NEW_PROCESS = {
+    "unknown key",
+    "missing dataset file",
+    "corrupt checkpoint",
+    "csv too small for its split",
+    "image label out of range",
+    "sbatch refusing the job",
+    "tracking server that does not answer",
+    *(name for name, case in CASES.items() if case.full_disk or case.failed_run),
+}
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name in IN_THE_RANKS else name
-                                  for name in CASES])
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, marks=pytest.mark.slow) if name in IN_THE_RANKS else name for name in CASES]
+)
 def test_bad_input(name, run_ddpx, ddpx_here, tmp_path, tracking_uri, experiment):
     case = CASES[name]
     if case.needs:
@@ -327,5 +449,3 @@ def test_busy_master_port_is_refused_before_launch(run_ddpx):
             assert result.returncode == 2, result.output
             assert f"--master-port {port} on 127.0.0.1 is already in use" in result.stderr
             assert "Traceback" not in result.output and result.run_dirs() == []
-
-

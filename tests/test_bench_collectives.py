@@ -20,14 +20,16 @@ def test_sizes_and_bus_factors_follow_nccl_tests():
 
 @pytest.mark.slow
 def test_collectives_are_timed_on_a_real_process_group(run_ddpx):
-    result = run_ddpx("bench", "collectives", "--nproc", "2", "--max-bytes", "64K", "--iters", "3", "--warmup", "1",
-                      "--json")
+    result = run_ddpx(
+        "bench", "collectives", "--nproc", "2", "--max-bytes", "64K", "--iters", "3", "--warmup", "1", "--json"
+    )
     assert result.returncode == 0, result.output
     report = json.loads(result.stdout)
     assert report["backend"] == "gloo" and report["nproc"] == 2
     rows = report["results"]
     assert [(r["op"], r["size_bytes"]) for r in rows] == [
-        (op, size) for op in ("all_reduce", "all_gather", "broadcast") for size in (4096, 16384, 65536)]
+        (op, size) for op in ("all_reduce", "all_gather", "broadcast") for size in (4096, 16384, 65536)
+    ]
     for row in rows:
         assert row["time_us"] > 0
         assert row["algbw_gbps"] == pytest.approx(row["size_bytes"] / (row["time_us"] / 1e6) / 1e9, rel=1e-6)
@@ -40,12 +42,15 @@ def test_collectives_are_timed_on_a_real_process_group(run_ddpx):
     assert sum(" broadcast " in line and " 64K " in line for line in lines) == 1
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["--nproc", "1"], "--nproc must be at least 2"),
-    (["--backend", "nccl"], "--backend nccl needs one GPU per rank"),
-    (["--max-bytes", "lots"], "'lots' is not a size"),
-    (["--min-bytes", "1M", "--max-bytes", "4K"], "is larger than --max-bytes"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--nproc", "1"], "--nproc must be at least 2"),
+        (["--backend", "nccl"], "--backend nccl needs one GPU per rank"),
+        (["--max-bytes", "lots"], "'lots' is not a size"),
+        (["--min-bytes", "1M", "--max-bytes", "4K"], "is larger than --max-bytes"),
+    ],
+)
 def test_bad_arguments_are_one_clear_error(ddpx_here, args, fragment):
     result = ddpx_here("bench", "collectives", *args)
     assert result.returncode == 2 and fragment in result.stderr and "Traceback" not in result.output

@@ -5,16 +5,16 @@ import os
 import pytest
 import torch
 
+from ddpx.contract.errors import UserError
 from ddpx.rank.checkpoint import (
     load_checkpoint,
     load_model_weights,
     model_state_from,
-    rng_state,
     restore_rng_state,
+    rng_state,
     save_checkpoint,
     strip_wrapper_prefixes,
 )
-from ddpx.contract.errors import UserError
 
 
 class Payload:
@@ -85,8 +85,9 @@ def test_a_torchrun_restart_finds_the_checkpoint_an_earlier_rank_0_wrote_elsewhe
     store = dist.TCPStore("127.0.0.1", 0, 1, is_master=True, wait_for_workers=False)
     monkeypatch.setattr(distributed, "JOB_STORE", dist.PrefixStore("ddpx/job/", store))
     monkeypatch.setenv("TORCHELASTIC_RUN_ID", "tiny")
-    this_machine = SimpleNamespace(run_dir=SimpleNamespace(last_checkpoint=tmp_path / "here" / "last.pt"),
-                                   resume_from=None)
+    this_machine = SimpleNamespace(
+        run_dir=SimpleNamespace(last_checkpoint=tmp_path / "here" / "last.pt"), resume_from=None
+    )
     assert resume_source(this_machine) is None
     distributed.remember_checkpoint(str(tmp_path / "there" / "last.pt"))
     assert resume_source(this_machine) == tmp_path / "there" / "last.pt"

@@ -7,7 +7,6 @@ import sys
 import time
 
 import pytest
-
 from conftest import run_in_terminal
 
 HEAVY = ("torch", "mlflow", "sklearn")
@@ -28,15 +27,17 @@ def in_fresh_python(commands: list[tuple[list[str], int]], cwd=None) -> tuple[st
         "from ddpx.launch.gpus import local_gpu_count\n"
         "print('GPUS=%d' % local_gpu_count())\n"
     )
-    out = subprocess.run([sys.executable, "-c", code, json.dumps(commands)], capture_output=True, text=True,
-                         check=True, cwd=cwd).stdout
-    heavy = next(line for line in out.splitlines() if line.startswith("HEAVY="))[len("HEAVY="):]
+    out = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(commands)], capture_output=True, text=True, check=True, cwd=cwd
+    ).stdout
+    heavy = next(line for line in out.splitlines() if line.startswith("HEAVY="))[len("HEAVY=") :]
     return out, set(filter(None, heavy.split(",")))
 
 
 def test_help_is_fast_and_imports_nothing_heavy():
-    _, heavy = in_fresh_python([(["--help"], 0), (["recipes"], 0), (["show", "mlp_synthetic"], 0),
-                                (["recipe", "--help"], 0)])
+    _, heavy = in_fresh_python(
+        [(["--help"], 0), (["recipes"], 0), (["show", "mlp_synthetic"], 0), (["recipe", "--help"], 0)]
+    )
     assert heavy == set()
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "ddpx", "--help"], capture_output=True, check=True)
@@ -52,20 +53,32 @@ def test_checks_before_launch_need_no_torch_on_a_machine_without_gpus(tmp_path):
     from smiles_files import write_smiles_csv
 
     recipe = ["recipe", "mlp_synthetic"]
-    planned = ["--tracking", "none", "--launcher", "slurm", "--dry-run"]  # every check passed, written out, not submitted
+    planned = [
+        "--tracking",
+        "none",
+        "--launcher",
+        "slurm",
+        "--dry-run",
+    ]  # every check passed, written out, not submitted
     molecules = str(write_smiles_csv(tmp_path / "mols.csv", n=60))
     mnist, cifar = write_mnist(tmp_path / "mnist", n_train=200, n_test=20), tmp_path / "cifar"
     write_cifar10(cifar, n_per_batch=20, n_test=20)
-    out, heavy = in_fresh_python([(recipe + ["--backend", "mpi"], 2), (recipe + ["--nproc", "0"], 2),
-                                  (recipe + ["train.lr=0"], 2), (recipe + ["--backend", "nccl"], 2),
-                                  (recipe + planned, 0),
-                                  # the tasks' file checks read the files themselves, without torch
-                                  (["recipe", "bbbp_rnn", f"dataset.path={molecules}", *planned], 0),
-                                  (["recipe", "smiles_csv_rnn", f"dataset.path={molecules}", "dataset.label_column=p_np",
-                                    *planned], 0),
-                                  (["recipe", "bbbp_rnn", "dataset.path=absent.csv", *planned], 2),
-                                  (["recipe", "mnist_convnet", f"dataset.root={mnist}", *planned], 0),
-                                  (["recipe", "cifar10_resnet18", f"dataset.root={cifar}", *planned], 0)], cwd=tmp_path)
+    out, heavy = in_fresh_python(
+        [
+            (recipe + ["--backend", "mpi"], 2),
+            (recipe + ["--nproc", "0"], 2),
+            (recipe + ["train.lr=0"], 2),
+            (recipe + ["--backend", "nccl"], 2),
+            (recipe + planned, 0),
+            # the tasks' file checks read the files themselves, without torch
+            (["recipe", "bbbp_rnn", f"dataset.path={molecules}", *planned], 0),
+            (["recipe", "smiles_csv_rnn", f"dataset.path={molecules}", "dataset.label_column=p_np", *planned], 0),
+            (["recipe", "bbbp_rnn", "dataset.path=absent.csv", *planned], 2),
+            (["recipe", "mnist_convnet", f"dataset.root={mnist}", *planned], 0),
+            (["recipe", "cifar10_resnet18", f"dataset.root={cifar}", *planned], 0),
+        ],
+        cwd=tmp_path,
+    )
     assert out.count("#SBATCH --nodes") == 5
     assert "torch" not in heavy
     import torch
@@ -86,11 +99,26 @@ def test_recipes_table_and_json(ddpx_here):
     for column in ("name", "task", "model", "metric", "description", "mlp_synthetic", "heldout_accuracy"):
         assert column in table.stdout
     rows = {row["name"]: row for row in json.loads(ddpx_here("recipes", "--json").stdout)}
-    assert set(rows) >= {"mlp_synthetic", "bbbp_rnn", "mnist_convnet", "cifar10_resnet18", "bace_rnn", "clintox_rnn",
-                         "tox21_rnn", "sider_rnn", "hiv_rnn", "bbbp_rnn_enum", "esol_rnn", "lipophilicity_rnn",
-                         "freesolv_rnn", "smiles_csv_rnn"}
+    assert set(rows) >= {
+        "mlp_synthetic",
+        "bbbp_rnn",
+        "mnist_convnet",
+        "cifar10_resnet18",
+        "bace_rnn",
+        "clintox_rnn",
+        "tox21_rnn",
+        "sider_rnn",
+        "hiv_rnn",
+        "bbbp_rnn_enum",
+        "esol_rnn",
+        "lipophilicity_rnn",
+        "freesolv_rnn",
+        "smiles_csv_rnn",
+    }
     assert {"task": "esol", "model": "smiles_rnn", "metric": "heldout_rmse"}.items() <= rows["esol_rnn"].items()
-    assert {"task": "mlp_synthetic", "model": "mlp", "metric": "heldout_accuracy"}.items() <= rows["mlp_synthetic"].items()
+    assert {"task": "mlp_synthetic", "model": "mlp", "metric": "heldout_accuracy"}.items() <= rows[
+        "mlp_synthetic"
+    ].items()
     assert {"task": "bbbp", "model": "smiles_rnn", "metric": "heldout_roc_auc"}.items() <= rows["bbbp_rnn"].items()
 
 
@@ -108,7 +136,7 @@ def test_recipes_table_fits_the_terminal_with_whole_words(tmp_path, columns):
 def test_show_prints_the_resolved_recipe(ddpx_here):
     result = ddpx_here("show", "mlp_synthetic", "train.lr=0.05")
     assert result.returncode == 0
-    assert "lr = 0.05" in result.stdout and "precision = \"fp32\"" in result.stdout
+    assert "lr = 0.05" in result.stdout and 'precision = "fp32"' in result.stdout
     assert "[dataset]" in result.stdout and "[model]" in result.stdout and "[train]" in result.stdout
 
 
@@ -117,7 +145,11 @@ def test_plugins_lists_every_builtin_with_what_it_registers(ddpx_here):
     by_name = {p["name"]: p for p in report["plugins"]}
     assert by_name["spawn"]["registers"] == {"launchers": ["spawn"]}
     assert by_name["spawn"]["distribution"] == "ddpx" and by_name["spawn"]["version"]
-    assert by_name["mlp_synthetic"]["registers"] == {"tasks": ["mlp_synthetic"], "models": ["mlp"], "recipes": ["mlp_synthetic"]}
+    assert by_name["mlp_synthetic"]["registers"] == {
+        "tasks": ["mlp_synthetic"],
+        "models": ["mlp"],
+        "recipes": ["mlp_synthetic"],
+    }
     assert "register_backends" in by_name["backends"]["hooks"]
     assert report["errors"] == []
     table = ddpx_here("plugins")
@@ -175,8 +207,9 @@ def test_cp_copies_a_recipe_to_edit_and_run(ddpx_here, tmp_path):
 def help_examples(ddpx_here, command: str) -> list[list[str]]:
     """The example command lines in `ddpx COMMAND --help`."""
     text = ddpx_here(command, "--help").stdout.replace("\\\n", " ")  # a continued line is one command
-    return [shlex.split(line.split("#")[0])[1:] for line in text.splitlines()
-            if line.strip().startswith(f"ddpx {command} ")]
+    return [
+        shlex.split(line.split("#")[0])[1:] for line in text.splitlines() if line.strip().startswith(f"ddpx {command} ")
+    ]
 
 
 def test_every_example_in_the_help_names_real_recipe_keys(ddpx_here):

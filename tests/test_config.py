@@ -2,9 +2,9 @@
 
 import pytest
 
-from ddpx.contract.specs import Param
 from ddpx.config.values import coerce, flatten, parse_override, unflatten
 from ddpx.contract.errors import UserError
+from ddpx.contract.specs import Param
 
 
 def test_flatten_and_unflatten_are_inverse():

@@ -20,12 +20,13 @@ from ddpx.api import UserError
 
 chemprop = pytest.importorskip("chemprop", reason="the graph model needs Chemprop (pip install 'ddpx[chem]')")
 
+from real_data import BBBP, needs_bbbp  # noqa: E402
+
 from ddpx.plugins.smiles import graph_cache  # noqa: E402
 from ddpx.plugins.smiles.dmpnn import build_dmpnn  # noqa: E402
 from ddpx.plugins.smiles.dmpnn_spec import DMPNN_PARAMS  # noqa: E402
 from ddpx.plugins.smiles.graphs import collate_graphs, graph_outputs, graph_task_data  # noqa: E402
 from ddpx.rank.transfer import to_device  # noqa: E402
-from real_data import BBBP, needs_bbbp  # noqa: E402
 
 DEFAULTS = {name: param.default for name, param in DMPNN_PARAMS.items()}
 TINY = {**DEFAULTS, "hidden_size": 24, "ffn_hidden_size": 16, "depth": 2}
@@ -71,8 +72,11 @@ def small_molecules(n_labels: int = 1, regression: bool = False):
     else:
         labels = [(float(i % 2 == 0), float("nan") if i % 5 == 0 else float(i % 3 == 0)) for i in range(len(smiles))]
     splits = {"train": list(range(0, 30)) + [40], "dev": list(range(30, 36)) + [41], "heldout": list(range(36, 40))}
-    info = {"molecules": len(smiles), "labels": [f"y{j}" for j in range(n_labels)],
-            "task_type": "regression" if regression else "classification"}
+    info = {
+        "molecules": len(smiles),
+        "labels": [f"y{j}" for j in range(n_labels)],
+        "task_type": "regression" if regression else "classification",
+    }
     if regression:
         info["target_scaler"] = {"mean": [3.0] * n_labels, "std": [2.0] * n_labels}
     return smiles, splits, {k: [labels[i] for i in v] for k, v in splits.items()}, info
@@ -133,7 +137,7 @@ def test_batches_train_and_score_the_same_however_they_are_cut(data_dir):
     model.eval()
     with torch.no_grad():
         whole = model(collate_graphs(items)[0])
-        pieces = torch.cat([model(collate_graphs(items[i:i + 7])[0]) for i in range(0, len(items), 7)])
+        pieces = torch.cat([model(collate_graphs(items[i : i + 7])[0]) for i in range(0, len(items), 7)])
     assert torch.allclose(whole, pieces, atol=1e-6, rtol=0)
 
 
@@ -175,8 +179,10 @@ def test_graph_outputs_answer_a_list_of_smiles_and_name_one_rdkit_cannot_parse(d
 def test_molecule_features_join_the_molecule_vector_as_in_chemprops_mpnn(data_dir):
     said = []
     smiles, splits, data = small_task(2, log=said.append, molecule_features="rdkit_2d")
-    (graph, features), label = data.train[3]
-    theirs = chemprop.featurizers.MoleculeFeaturizerRegistry["rdkit_2d"]()(chemprop.utils.make_mol(smiles[splits["train"][3]]))
+    (_graph, features), _label = data.train[3]
+    theirs = chemprop.featurizers.MoleculeFeaturizerRegistry["rdkit_2d"]()(
+        chemprop.utils.make_mol(smiles[splits["train"][3]])
+    )
     assert features.dtype == torch.float32 and torch.allclose(features, torch.tensor(theirs, dtype=torch.float32))
     scaler = data.info["molecule_feature_scaler"]
     assert data.info["molecule_features"] == "rdkit_2d" and len(scaler["mean"]) == len(scaler["std"]) == 217
@@ -219,13 +225,24 @@ def test_the_noam_schedule_is_chemprops_step_by_step(epochs, warmup, per_epoch):
     from ddpx.plugin_host.registry import load_registry
     from ddpx.rank.optim import build_schedule
 
-    train = {"lr": 1e-3, "max_epochs": epochs, "warmup_steps": 0, "warmup_fraction": 0.0, "lr_schedule": "noam",
-             "noam_warmup_epochs": warmup, "noam_init_lr_ratio": 0.1, "noam_final_lr_ratio": 0.1}
+    train = {
+        "lr": 1e-3,
+        "max_epochs": epochs,
+        "warmup_steps": 0,
+        "warmup_fraction": 0.0,
+        "lr_schedule": "noam",
+        "noam_warmup_epochs": warmup,
+        "noam_init_lr_ratio": 0.1,
+        "noam_final_lr_ratio": 0.1,
+    }
     ours = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=train["lr"])
     theirs = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=1e-4)  # Chemprop: built with init_lr
     steps = epochs * per_epoch
-    expected = lr_steps(build_NoamLike_LRSched(theirs, warmup * per_epoch, (epochs - warmup) * per_epoch, 1e-4, 1e-3,
-                                               1e-4), theirs, steps)
+    expected = lr_steps(
+        build_NoamLike_LRSched(theirs, warmup * per_epoch, (epochs - warmup) * per_epoch, 1e-4, 1e-3, 1e-4),
+        theirs,
+        steps,
+    )
     got = lr_steps(build_schedule(load_registry(), ours, train, per_epoch), ours, steps)
     assert got == pytest.approx(expected, rel=1e-12)
     with pytest.raises(UserError, match="noam warms up by itself"):
@@ -241,9 +258,13 @@ def test_a_missing_chemprop_is_named_before_launch_and_the_spec_imports_nothing_
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "chemprop" else real(name, *a))
     with pytest.raises(UserError, match=r"model.name=dmpnn needs Chemprop 2.3 or newer.*pip install 'ddpx\[chem\]'"):
         require_chemprop("model.name=dmpnn")
-    code = ("import sys, ddpx.plugins.smiles.dmpnn_spec as s; assert s.DMPNN_MODEL.inputs == 'molecule_graph'; "
-            "print(sorted(m for m in ('torch', 'chemprop', 'lightning', 'rdkit') if m in sys.modules))")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    code = (
+        "import sys, ddpx.plugins.smiles.dmpnn_spec as s; assert s.DMPNN_MODEL.inputs == 'molecule_graph'; "
+        "print(sorted(m for m in ('torch', 'chemprop', 'lightning', 'rdkit') if m in sys.modules))"
+    )
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    )
 
 
 def test_chemprop_installed_on_a_system_without_x11_libraries_names_the_system_packages(monkeypatch, tmp_path):
@@ -253,7 +274,8 @@ def test_chemprop_installed_on_a_system_without_x11_libraries_names_the_system_p
     fake = tmp_path / "chemprop"
     fake.mkdir()
     (fake / "__init__.py").write_text(
-        "raise ImportError('libXrender.so.1: cannot open shared object file: No such file or directory')\n")
+        "raise ImportError('libXrender.so.1: cannot open shared object file: No such file or directory')\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "chemprop", raising=False)
     with pytest.raises(UserError) as caught:
@@ -291,10 +313,22 @@ def test_real_bbbp_dmpnn_on_2_ranks_reaches_a_roc_auc_a_broken_featurizer_cannot
     # the recipe's model, 3 epochs of batches of 32 per rank at a constant rate of 0.003, on a random
     # split (the scaffold split's held-out part is hard for every model: 0.63-0.74 after 50 epochs);
     # measured 0.864 (dev 0.776), where shuffled labels or featureless graphs score about 0.5
-    result = run_ddpx("recipe", "bbbp_dmpnn", "--nproc", "2", "--tracking", "none", f"dataset.path={BBBP}",
-                      "dataset.split=random", "train.max_epochs=3", "train.batch_size=32", "train.lr_schedule=constant",
-                      "train.lr=0.003",
-                      env={"DDPX_DATA_DIR": str(tmp_path / "data")}, timeout=600)
+    result = run_ddpx(
+        "recipe",
+        "bbbp_dmpnn",
+        "--nproc",
+        "2",
+        "--tracking",
+        "none",
+        f"dataset.path={BBBP}",
+        "dataset.split=random",
+        "train.max_epochs=3",
+        "train.batch_size=32",
+        "train.lr_schedule=constant",
+        "train.lr=0.003",
+        env={"DDPX_DATA_DIR": str(tmp_path / "data")},
+        timeout=600,
+    )
     assert result.returncode == 0, result.output
     assert result.stdout.count("skipped 11 molecule(s) RDKit cannot parse") == 1
     summary = result.summary()
@@ -305,18 +339,34 @@ def test_real_bbbp_dmpnn_on_2_ranks_reaches_a_roc_auc_a_broken_featurizer_cannot
 def test_the_heldout_value_is_the_same_on_1_2_and_3_ranks(job_here, tmp_path):
     path = write_graph_csv(tmp_path / "mols.csv", n=150, unparsable=2)
     env = {"DDPX_DATA_DIR": str(tmp_path / "data")}
-    common = [f"dataset.path={path}", "model.hidden_size=24", "model.ffn_hidden_size=16",
-              "model.depth=2", "model.aggregation=mean", "train.eval_batch_size=4"]  # uneven shards, filler calls
+    common = [
+        f"dataset.path={path}",
+        "model.hidden_size=24",
+        "model.ffn_hidden_size=16",
+        "model.depth=2",
+        "model.aggregation=mean",
+        "train.eval_batch_size=4",
+    ]  # uneven shards, filler calls
     (tmp_path / "w1").mkdir()
-    trained = job_here("bbbp_dmpnn", *common, "train.max_epochs=3", "train.batch_size=16", "train.lr_schedule=constant",
-                       "train.lr=0.005", nproc=1, env=env, cwd=tmp_path / "w1")
+    trained = job_here(
+        "bbbp_dmpnn",
+        *common,
+        "train.max_epochs=3",
+        "train.batch_size=16",
+        "train.lr_schedule=constant",
+        "train.lr=0.005",
+        nproc=1,
+        env=env,
+        cwd=tmp_path / "w1",
+    )
     best = trained.run_dirs()[0] / "checkpoints" / "best.pt"
     heldouts = {1: trained.summary()}
     for nproc in (2, 3):
         workdir = tmp_path / f"w{nproc}"
         workdir.mkdir()
-        result = job_here("bbbp_dmpnn", *common, "train.max_epochs=0", f"train.init_from={best}", nproc=nproc,
-                          env=env, cwd=workdir)
+        result = job_here(
+            "bbbp_dmpnn", *common, "train.max_epochs=0", f"train.init_from={best}", nproc=nproc, env=env, cwd=workdir
+        )
         heldouts[nproc] = result.summary()
     values = {n: s["heldout"]["heldout_roc_auc"] for n, s in heldouts.items()}
     assert values[1] == values[2] == values[3] and values[1] > 0.6, values  # the same, and learned (0.84)
@@ -329,10 +379,18 @@ def test_the_heldout_value_is_the_same_on_1_2_and_3_ranks(job_here, tmp_path):
 def test_a_third_party_model_asks_for_graphs_through_the_api(job_here, tmp_path):
     path = write_graph_csv(tmp_path / "mols.csv", n=90)
     recipe = tmp_path / "graphs.toml"
-    recipe.write_text('# a third-party graph model on BBBP\nname = "graphs"\ndescription = "a test"\ntask = "bbbp"\n\n'
-                      '[model]\nname = "tiny_graph_model"\nhidden = 8\n\n[train]\noptimizer = "adam"\nlr = 0.01\n')
-    result = job_here(str(recipe), f"dataset.path={path}", "train.max_epochs=1", nproc=1,
-                      plugins=("ddpx_testplug_graph_model",), env={"DDPX_DATA_DIR": str(tmp_path / "data")})
+    recipe.write_text(
+        '# a third-party graph model on BBBP\nname = "graphs"\ndescription = "a test"\ntask = "bbbp"\n\n'
+        '[model]\nname = "tiny_graph_model"\nhidden = 8\n\n[train]\noptimizer = "adam"\nlr = 0.01\n'
+    )
+    result = job_here(
+        str(recipe),
+        f"dataset.path={path}",
+        "train.max_epochs=1",
+        nproc=1,
+        plugins=("ddpx_testplug_graph_model",),
+        env={"DDPX_DATA_DIR": str(tmp_path / "data")},
+    )
     info = json.loads((result.run_dirs()[0] / "model" / "model.json").read_text())["task_info"]
     assert info["inputs"] == "molecule_graph" and info["atom_features"] == 72
 
@@ -341,9 +399,20 @@ def test_a_third_party_model_asks_for_graphs_through_the_api(job_here, tmp_path)
 def test_molecule_features_train_on_2_ranks_and_predict_computes_them_from_smiles(job_here, ddpx_here, tmp_path):
     path = write_graph_csv(tmp_path / "mols.csv", n=120)
     env = {"DDPX_DATA_DIR": str(tmp_path / "data")}
-    result = job_here("bbbp_dmpnn", f"dataset.path={path}", "dataset.molecule_features=morgan_count",
-                      "model.hidden_size=24", "model.ffn_hidden_size=16", "model.depth=2", "train.max_epochs=3",
-                      "train.batch_size=16", "train.lr_schedule=constant", "train.lr=0.005", nproc=2, env=env)
+    result = job_here(
+        "bbbp_dmpnn",
+        f"dataset.path={path}",
+        "dataset.molecule_features=morgan_count",
+        "model.hidden_size=24",
+        "model.ffn_hidden_size=16",
+        "model.depth=2",
+        "train.max_epochs=3",
+        "train.batch_size=16",
+        "train.lr_schedule=constant",
+        "train.lr=0.005",
+        nproc=2,
+        env=env,
+    )
     summary = result.summary()
     assert summary["heldout"]["heldout_roc_auc"] > 0.6, summary  # learned the chlorine
     model = result.run_dirs()[0] / "model"

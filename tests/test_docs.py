@@ -11,7 +11,6 @@ from ddpx.contract.hookspecs import hook_names
 from ddpx.contract.recipe_file import read_recipe_file
 from ddpx.plugin_host.registry import load_registry
 
-
 ROOT = Path(__file__).parent.parent
 
 
@@ -19,8 +18,13 @@ ROOT = Path(__file__).parent.parent
 def site(tmp_path_factory):
     out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "DISABLE_MKDOCS_2_WARNING": "true"}
-    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)], cwd=ROOT, env=env,
-                           capture_output=True, text=True)
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert built.returncode == 0, built.stderr
     return out
 

@@ -9,11 +9,11 @@ import sys
 import time
 
 import pytest
-
 from conftest import TEST_PLUGINS, TEST_RECIPES
-from ddpx.launch.signals import rank_processes
 from test_resume import one_run
 from test_signals_and_nodes import free_port
+
+from ddpx.launch.signals import rank_processes
 
 pytestmark = pytest.mark.slow  # starts two torchrun agents and their ranks
 
@@ -35,16 +35,49 @@ def wait_for_listener(port: int, seconds: float = 60) -> None:
 def start_machine(workdir, port, env, tracking_uri, experiment):
     workdir.mkdir()
     return subprocess.Popen(
-        [sys.executable, "-m", "ddpx", "recipe", TINY, "--launcher", "torchrun", "--nnodes", "1:2", "--nproc", "1",
-         "--max-restarts", "1", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-conf", "last_call_timeout=5",
-         "--tracking-uri", tracking_uri, "--experiment", experiment, "train.max_epochs=3"],
-        cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "ddpx",
+            "recipe",
+            TINY,
+            "--launcher",
+            "torchrun",
+            "--nnodes",
+            "1:2",
+            "--nproc",
+            "1",
+            "--max-restarts",
+            "1",
+            "--rdzv-endpoint",
+            f"127.0.0.1:{port}",
+            "--rdzv-conf",
+            "last_call_timeout=5",
+            "--tracking-uri",
+            tracking_uri,
+            "--experiment",
+            experiment,
+            "train.max_epochs=3",
+        ],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def test_an_elastic_job_goes_on_alone_when_the_other_machine_leaves(tmp_path, tracking_uri, experiment):
     port, go_on = free_port(), tmp_path / "go-on"
-    env = {**os.environ, "PYTHONPATH": str(TEST_PLUGINS), "DDPX_PLUGINS": "ddpx_testplug_pause",
-           "DDPX_TEST_PAUSE_AFTER": "1", "DDPX_TEST_GO_ON": str(go_on), "DDPX_LOG_MODEL": "false"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(TEST_PLUGINS),
+        "DDPX_PLUGINS": "ddpx_testplug_pause",
+        "DDPX_TEST_PAUSE_AFTER": "1",
+        "DDPX_TEST_GO_ON": str(go_on),
+        "DDPX_LOG_MODEL": "false",
+    }
     env.pop("MLFLOW_TRACKING_URI", None)
     first = start_machine(tmp_path / "first", port, env, tracking_uri, experiment)
     wait_for_listener(port)
@@ -53,7 +86,7 @@ def test_an_elastic_job_goes_on_alone_when_the_other_machine_leaves(tmp_path, tr
         if "paused after epoch 1" in line:
             break
     leaving = rank_processes(second.pid)  # the second machine leaves: its rank (in a session torchrun made for
-    assert len(leaving) == 1           # it), its torchrun agent and its CLI, all at once
+    assert len(leaving) == 1  # it), its torchrun agent and its CLI, all at once
     os.kill(leaving[0], signal.SIGKILL)
     os.killpg(second.pid, signal.SIGKILL)
     second.wait()

@@ -5,19 +5,26 @@ test_resume.py's checkpoint resumed on 2 ranks is scored the same way.)"""
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import TEST_RECIPES
 from sklearn.metrics import accuracy_score
 
-from conftest import TEST_RECIPES
-from ddpx.rank.checkpoint import load_model_weights
 from ddpx.plugins.mlp_synthetic.data import make_splits
 from ddpx.plugins.mlp_synthetic.model import MLP
+from ddpx.rank.checkpoint import load_model_weights
 
 pytestmark = pytest.mark.slow  # every test here starts ranks
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 HELDOUT = 1001  # not a multiple of 3: shards are uneven on 3 ranks
-DATASET = {"train_size": 1200, "dev_size": 300, "heldout_size": HELDOUT, "dim_in": 64, "n_classes": 8,
-           "class_sep": 0.8, "label_noise": 0.03}
+DATASET = {
+    "train_size": 1200,
+    "dev_size": 300,
+    "heldout_size": HELDOUT,
+    "dim_in": 64,
+    "n_classes": 8,
+    "class_sep": 0.8,
+    "label_noise": 0.03,
+}
 
 
 def trained_weights(data, path):
@@ -28,7 +35,7 @@ def trained_weights(data, path):
     inputs, targets = data.train.tensors
     for start in range(0, len(targets), 64):
         optimizer.zero_grad()
-        F.cross_entropy(model(inputs[start:start + 64]), targets[start:start + 64]).backward()
+        F.cross_entropy(model(inputs[start : start + 64]), targets[start : start + 64]).backward()
         optimizer.step()
     torch.save(model.state_dict(), path)
     return path
@@ -42,8 +49,15 @@ def test_heldout_metric_on_3_ranks_equals_the_single_process_value(job_here, tmp
     for nproc in (3,):
         workdir = tmp_path / f"eval{nproc}"
         workdir.mkdir()
-        result = job_here(TINY, f"dataset.heldout_size={HELDOUT}", "train.max_epochs=0", f"train.init_from={weights}",
-                          "train.eval_batch_size=64", nproc=nproc, cwd=workdir)
+        result = job_here(
+            TINY,
+            f"dataset.heldout_size={HELDOUT}",
+            "train.max_epochs=0",
+            f"train.init_from={weights}",
+            "train.eval_batch_size=64",
+            nproc=nproc,
+            cwd=workdir,
+        )
         summary = result.summary()
         assert summary["heldout_samples"] == HELDOUT
         scores[nproc] = summary["heldout"]

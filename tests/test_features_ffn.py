@@ -19,10 +19,11 @@ from ddpx.api import UserError
 
 chemprop = pytest.importorskip("chemprop", reason="the features model needs Chemprop (pip install 'ddpx[chem]')")
 
+from test_dmpnn import UNPARSABLE, small_molecules, valid_molecule, write_graph_csv  # noqa: E402
+
 from ddpx.plugins.smiles.features_ffn import build_features_ffn  # noqa: E402
 from ddpx.plugins.smiles.features_ffn_spec import FEATURES_FFN_PARAMS  # noqa: E402
 from ddpx.plugins.smiles.vectors import vector_outputs, vector_task_data  # noqa: E402
-from test_dmpnn import UNPARSABLE, small_molecules, valid_molecule, write_graph_csv  # noqa: E402
 
 DEFAULTS = {name: param.default for name, param in FEATURES_FFN_PARAMS.items()}
 BOTH = "morgan_count+rdkit_2d"
@@ -87,7 +88,7 @@ def test_several_labels_with_missing_cells_give_one_output_each_and_a_masked_los
     from ddpx.rank.losses import loss_function
 
     _, _, data = small_task(n_labels=2, features="morgan_count")
-    features, label = data.train[0]
+    _features, label = data.train[0]
     assert label.shape == (2,) and math.isnan(label[1].item())  # row 0: the second label is missing
     batch, labels = default_collate([data.train[i] for i in range(8)])
     assert batch.shape == (8, 2048) and labels.shape == (8, 2)
@@ -107,8 +108,10 @@ def test_a_graph_model_takes_joined_features_beside_its_graph(data_dir):
     smiles = [valid_molecule(rng, i % 2 == 0) for i in range(20)]
     splits = {"train": list(range(12)), "dev": list(range(12, 16)), "heldout": list(range(16, 20))}
     labels = {k: [float(i % 2 == 0) for i in v] for k, v in splits.items()}
-    data = graph_task_data(smiles, splits, labels, {"labels": ["y"], "task_type": "classification"}, "m.csv", print, BOTH)
-    (graph, features), _ = data.train[0]
+    data = graph_task_data(
+        smiles, splits, labels, {"labels": ["y"], "task_type": "classification"}, "m.csv", print, BOTH
+    )
+    (_graph, features), _ = data.train[0]
     assert features.shape == (2048 + 217,)
     model = build_dmpnn({name: p.default for name, p in DMPNN_PARAMS.items()}, data.info).eval()
     assert model.predictor.input_dim == 300 + 2048 + 217
@@ -134,19 +137,39 @@ def test_without_feature_data_the_model_names_the_fix():
 def test_the_heldout_value_is_the_same_on_1_2_and_3_ranks_and_predict_answers_a_table(job_here, ddpx_here, tmp_path):
     path = write_graph_csv(tmp_path / "mols.csv", n=150, unparsable=2)
     env = {"DDPX_DATA_DIR": str(tmp_path / "data")}
-    common = [f"dataset.path={path}", "dataset.split=random", "dataset.molecule_features=morgan_count",
-              "model.hidden_size=32", "train.eval_batch_size=4"]  # uneven shards, filler calls
+    common = [
+        f"dataset.path={path}",
+        "dataset.split=random",
+        "dataset.molecule_features=morgan_count",
+        "model.hidden_size=32",
+        "train.eval_batch_size=4",
+    ]  # uneven shards, filler calls
     (tmp_path / "w1").mkdir()
-    trained = job_here("bbbp_ffn", *common, "train.max_epochs=4", "train.batch_size=16", "train.lr_schedule=constant",
-                       "train.lr=0.003", nproc=1, env=env, cwd=tmp_path / "w1")
+    trained = job_here(
+        "bbbp_ffn",
+        *common,
+        "train.max_epochs=4",
+        "train.batch_size=16",
+        "train.lr_schedule=constant",
+        "train.lr=0.003",
+        nproc=1,
+        env=env,
+        cwd=tmp_path / "w1",
+    )
     run_dir = trained.run_dirs()[0]
     heldouts = {1: trained.summary()}
     for nproc in (2, 3):
         workdir = tmp_path / f"w{nproc}"
         workdir.mkdir()
-        heldouts[nproc] = job_here("bbbp_ffn", *common, "train.max_epochs=0",
-                                   f"train.init_from={run_dir / 'checkpoints' / 'best.pt'}", nproc=nproc, env=env,
-                                   cwd=workdir).summary()
+        heldouts[nproc] = job_here(
+            "bbbp_ffn",
+            *common,
+            "train.max_epochs=0",
+            f"train.init_from={run_dir / 'checkpoints' / 'best.pt'}",
+            nproc=nproc,
+            env=env,
+            cwd=workdir,
+        ).summary()
     values = {n: s["heldout"]["heldout_roc_auc"] for n, s in heldouts.items()}
     assert values[1] == values[2] == values[3] and values[1] > 0.8, values  # the same, and learned the chlorine
     assert len({s["heldout_samples"] for s in heldouts.values()}) == 1

@@ -11,20 +11,28 @@ import pytest
 pytestmark = pytest.mark.slow  # starts ranks
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "gpu_check.py"
-ROWS = ["auto backend: one device per rank", "synthetic MLP, 1 rank: GPU against CPU", "synthetic MLP, 2 ranks on NCCL",
-        "bf16 against fp32", "fp16 with loss scaling against fp32", "MNIST: launch to 99.0 % held-out",
-        "fast image path: a batch without waiting for the GPU",
-        "ResNet-18, cifar stem, channels-last on, torch.compile off",
-        "ResNet-18, cifar stem, channels-last off, torch.compile off",
-        "ResNet-18, cifar stem, channels-last on, torch.compile on",
-        "ResNet-18, imagenet stem, channels-last on, torch.compile off",
-        "ResNet-18 step traced: ddpx against the plain loop", "bbbp_rnn: molecules/s",
-        "bbbp_dmpnn: molecules/s"]
+ROWS = [
+    "auto backend: one device per rank",
+    "synthetic MLP, 1 rank: GPU against CPU",
+    "synthetic MLP, 2 ranks on NCCL",
+    "bf16 against fp32",
+    "fp16 with loss scaling against fp32",
+    "MNIST: launch to 99.0 % held-out",
+    "fast image path: a batch without waiting for the GPU",
+    "ResNet-18, cifar stem, channels-last on, torch.compile off",
+    "ResNet-18, cifar stem, channels-last off, torch.compile off",
+    "ResNet-18, cifar stem, channels-last on, torch.compile on",
+    "ResNet-18, imagenet stem, channels-last on, torch.compile off",
+    "ResNet-18 step traced: ddpx against the plain loop",
+    "bbbp_rnn: molecules/s",
+    "bbbp_dmpnn: molecules/s",
+]
 
 
 def test_the_dry_run_runs_every_check_on_the_cpu_and_fails_none(tmp_path):
-    done = subprocess.run([sys.executable, str(SCRIPT), "--dry", "--out", str(tmp_path)], capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--dry", "--out", str(tmp_path)], capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     final = done.stdout.split("\n\n")[-1]
     rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in final.splitlines()[2:]}
@@ -38,8 +46,14 @@ def test_the_dry_run_runs_every_check_on_the_cpu_and_fails_none(tmp_path):
     walked = rows["ResNet-18, imagenet stem, channels-last on, torch.compile off"]  # the cheapest on a CPU
     assert " vs " in walked[1] and walked[2] == "INFO"  # ddpx and the plain loop both ran; not judged dry
     assert re.search(r"\(medians [\d,]+ before ddpx's run, [\d,]+ after\)", walked[3]), walked  # timed around it
-    assert all(rows[f"ResNet-18, cifar stem, {variant}"][2] == "SKIP" for variant in (  # one row walks the path
-        "channels-last on, torch.compile off", "channels-last off, torch.compile off", "channels-last on, torch.compile on"))
+    assert all(
+        rows[f"ResNet-18, cifar stem, {variant}"][2] == "SKIP"
+        for variant in (  # one row walks the path
+            "channels-last on, torch.compile off",
+            "channels-last off, torch.compile off",
+            "channels-last on, torch.compile on",
+        )
+    )
     assert rows["bbbp_rnn: molecules/s"][2] == "PASS"
     traced = rows["ResNet-18 step traced: ddpx against the plain loop"]
     assert re.fullmatch(r"host [\d.]+ vs [\d.]+ ms per step", traced[1]) and traced[2] == "INFO"  # no device: no GPU
@@ -50,8 +64,14 @@ def test_the_dry_run_runs_every_check_on_the_cpu_and_fails_none(tmp_path):
 
 
 def test_only_runs_the_checks_it_names():
-    done = subprocess.run([sys.executable, str(SCRIPT), "--dry", "--only", "fast_path_sync,mnist"], capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--dry", "--only", "fast_path_sync,mnist"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     final = done.stdout.split("\n\n")[-1]
     assert [line.split(" | ")[0].lstrip("| ") for line in final.splitlines()[2:]] == [
-        "MNIST: launch to 99.0 % held-out", "fast image path: a batch without waiting for the GPU"], done.stdout
+        "MNIST: launch to 99.0 % held-out",
+        "fast image path: a batch without waiting for the GPU",
+    ], done.stdout

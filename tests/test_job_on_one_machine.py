@@ -5,9 +5,8 @@ import subprocess
 
 import pytest
 import torch
-from mlflow.tracking import MlflowClient
-
 from conftest import TEST_RECIPES
+from mlflow.tracking import MlflowClient
 
 pytestmark = pytest.mark.slow  # every test here starts ranks
 
@@ -29,9 +28,29 @@ def test_two_jobs_started_at_once_on_a_new_sqlite_store_are_both_recorded(tmp_pa
     uri = f"sqlite:///{tmp_path / 'new.db'}"
     env = dict(os.environ, DDPX_LOG_MODEL="false", DDPX_SYSTEM_METRICS="false")
     env.pop("MLFLOW_TRACKING_URI", None)
-    jobs = [subprocess.Popen([sys.executable, "-m", "ddpx", "recipe", TINY, "--nproc", "1", "--tracking-uri", uri,
-                              "train.max_epochs=1", f"train.seed={seed}"], cwd=tmp_path, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for seed in (1, 2)]
+    jobs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ddpx",
+                "recipe",
+                TINY,
+                "--nproc",
+                "1",
+                "--tracking-uri",
+                uri,
+                "train.max_epochs=1",
+                f"train.seed={seed}",
+            ],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for seed in (1, 2)
+    ]
     outputs = [job.communicate(timeout=180)[0] for job in jobs]
     assert [job.returncode for job in jobs] == [0, 0], outputs
     assert not any("tracking failed" in out for out in outputs), outputs
@@ -46,8 +65,9 @@ def test_a_full_disk_is_named_and_leaves_no_partial_checkpoint(run_ddpx, tmp_pat
     90 KiB) does not fit."""
     disk = tmp_path / "small-disk"
     disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True,
-                             text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True, text=True
+    )
     if mounted.returncode != 0:
         pytest.skip(f"mounting a small tmpfs needs root (CI runs as root): {mounted.stderr.strip()}")
     try:

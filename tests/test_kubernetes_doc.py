@@ -29,16 +29,22 @@ from ddpx.plugin_host.registry import load_registry
 
 PAGE = Path(__file__).parent.parent / "docs" / "kubernetes.md"
 YAML_BLOCK = re.compile(r"^```yaml\n(.*?)^```", re.S | re.M)
-MANIFESTS = [doc for block in YAML_BLOCK.findall(PAGE.read_text(encoding="utf-8"))
-             for doc in yaml.safe_load_all(block) if doc]
+MANIFESTS = [
+    doc for block in YAML_BLOCK.findall(PAGE.read_text(encoding="utf-8")) for doc in yaml.safe_load_all(block) if doc
+]
 WORKLOADS = [m for m in MANIFESTS if m["kind"] in ("TrainJob", "PyTorchJob", "JobSet")]
 CLAIMS = {m["metadata"]["name"] for m in MANIFESTS if m["kind"] == "PersistentVolumeClaim"}
 MLFLOW_SERVICE = "http://mlflow.mlflow.svc.cluster.local:5000"
 COMPLETION_INDEX = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
 REFERENCE = re.compile(r"\$\$|\$\((\w+)\)")
-JOBSET_ACTIONS = {"FailJobSet", "RestartJobSet", "RestartJobSetAndIgnoreMaxRestarts", "RestartJob",
-                  "RestartJobAndIgnoreMaxRestarts"}
+JOBSET_ACTIONS = {
+    "FailJobSet",
+    "RestartJobSet",
+    "RestartJobSetAndIgnoreMaxRestarts",
+    "RestartJob",
+    "RestartJobAndIgnoreMaxRestarts",
+}
 
 
 def name_of(manifest: dict) -> str:
@@ -46,6 +52,7 @@ def name_of(manifest: dict) -> str:
 
 
 # --- the resources' own fields -------------------------------------------------------------
+
 
 def check_pod(pod: dict, containers: tuple[str, ...] = (), images: bool = True) -> None:
     """Named containers (with ``containers`` among them), images, mounts of declared volumes,
@@ -101,8 +108,11 @@ def check_trainjob(spec: dict) -> None:
 
 def check_runtime(spec: dict) -> None:
     assert isinstance(spec["mlPolicy"]["torch"], dict), "a torch runtime (PET_* variables)"
-    trainers = [r for r in spec["template"]["spec"]["replicatedJobs"]
-                if r["template"]["metadata"]["labels"].get("trainer.kubeflow.org/trainjob-ancestor-step") == "trainer"]
+    trainers = [
+        r
+        for r in spec["template"]["spec"]["replicatedJobs"]
+        if r["template"]["metadata"]["labels"].get("trainer.kubeflow.org/trainjob-ancestor-step") == "trainer"
+    ]
     assert [r.get("replicas", 1) for r in trainers] == [1], "one trainer job, replicas 1"
     check_jobset_spec(spec["template"]["spec"], ("node",))
 
@@ -116,23 +126,34 @@ def check_pytorchjob(spec: dict) -> None:
         check_pod(replica["template"]["spec"], ("pytorch",))
 
 
-RESOURCES = {"PersistentVolumeClaim": ("v1", check_claim),
-             "TrainJob": ("trainer.kubeflow.org/v1alpha1", check_trainjob),
-             "ClusterTrainingRuntime": ("trainer.kubeflow.org/v1alpha1", check_runtime),
-             "PyTorchJob": ("kubeflow.org/v1", check_pytorchjob),
-             "JobSet": ("jobset.x-k8s.io/v1alpha2", check_jobset_spec)}
+RESOURCES = {
+    "PersistentVolumeClaim": ("v1", check_claim),
+    "TrainJob": ("trainer.kubeflow.org/v1alpha1", check_trainjob),
+    "ClusterTrainingRuntime": ("trainer.kubeflow.org/v1alpha1", check_runtime),
+    "PyTorchJob": ("kubeflow.org/v1", check_pytorchjob),
+    "JobSet": ("jobset.x-k8s.io/v1alpha2", check_jobset_spec),
+}
 
 
 # --- the pods and their commands -------------------------------------------------------------
+
 
 def trainjob_pods(job: dict):
     """Kubeflow Trainer's torch plugin: PET_* in the trainer container ``node`` of every pod."""
     name, trainer = job["metadata"]["name"], job["spec"]["trainer"]
     container = {**trainer, "resources": trainer.get("resourcesPerNode", {})}
     for node in range(trainer["numNodes"]):
-        yield node, container, {"PET_NNODES": trainer["numNodes"], "PET_NPROC_PER_NODE": trainer["numProcPerNode"],
-                                "PET_NODE_RANK": node, "PET_MASTER_ADDR": f"{name}-node-0-0.{name}",
-                                "PET_MASTER_PORT": 29500}
+        yield (
+            node,
+            container,
+            {
+                "PET_NNODES": trainer["numNodes"],
+                "PET_NPROC_PER_NODE": trainer["numProcPerNode"],
+                "PET_NODE_RANK": node,
+                "PET_MASTER_ADDR": f"{name}-node-0-0.{name}",
+                "PET_MASTER_PORT": 29500,
+            },
+        )
 
 
 def pytorchjob_pods(job: dict):
@@ -144,9 +165,21 @@ def pytorchjob_pods(job: dict):
     ranks = [("Master", 0)] + [("Worker", 1 + i) for i in range(specs.get("Worker", {}).get("replicas", 0))]
     for kind, node in ranks:
         container = next(c for c in specs[kind]["template"]["spec"]["containers"] if c["name"] == "pytorch")
-        yield node, container, {"MASTER_ADDR": f"{name}-master-0", "MASTER_PORT": port, "PET_MASTER_ADDR":
-                                f"{name}-master-0", "PET_MASTER_PORT": port, "PET_NNODES": nodes, "PET_NODE_RANK": node,
-                                "PET_NPROC_PER_NODE": nproc, "RANK": node, "WORLD_SIZE": nodes * int(nproc)}
+        yield (
+            node,
+            container,
+            {
+                "MASTER_ADDR": f"{name}-master-0",
+                "MASTER_PORT": port,
+                "PET_MASTER_ADDR": f"{name}-master-0",
+                "PET_MASTER_PORT": port,
+                "PET_NNODES": nodes,
+                "PET_NODE_RANK": node,
+                "PET_NPROC_PER_NODE": nproc,
+                "RANK": node,
+                "WORLD_SIZE": nodes * int(nproc),
+            },
+        )
 
 
 def jobset_pods(jobset: dict):
@@ -184,8 +217,10 @@ def pod_commands(manifest: dict, mlflow_uri: str):
     pods = [pod for pod in PODS[manifest["kind"]](manifest) if pod[1].get("command", [None])[0] == "ddpx"]
     for node, container, injected in pods:
         env = environment(container, injected, node)
-        argv = [expand(word, env).replace(MLFLOW_SERVICE, mlflow_uri)
-                for word in container["command"] + container.get("args", [])]
+        argv = [
+            expand(word, env).replace(MLFLOW_SERVICE, mlflow_uri)
+            for word in container["command"] + container.get("args", [])
+        ]
         assert not [w for w in argv if "$(" in w or "${" in w], f"unresolved in {argv} (no shell expands ${{...}})"
         yield node, argv, len(pods), int(container["resources"]["limits"]["nvidia.com/gpu"])
 
@@ -224,6 +259,7 @@ def mlflow_uri():
 
 
 # --- the tests --------------------------------------------------------------------------------
+
 
 def test_the_page_has_every_kind_of_manifest():
     assert {m["kind"] for m in MANIFESTS} == set(RESOURCES)

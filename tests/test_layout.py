@@ -65,8 +65,10 @@ def module_name(path: Path, package: Path) -> str:
 def _type_checking_only(node: ast.AST) -> bool:
     """``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): its body never runs."""
     test = getattr(node, "test", None)
-    return isinstance(node, ast.If) and ((isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
-                                         or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
+    return isinstance(node, ast.If) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    )
 
 
 def runtime_imports(path: Path, module: str, modules: set[str]) -> dict[str, int]:
@@ -114,7 +116,7 @@ def import_circles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
         trail.append(module)
         for imported in sorted(graph[module]):
             if imported in trail:
-                circles.append([*trail[trail.index(imported):], imported])
+                circles.append([*trail[trail.index(imported) :], imported])
             elif imported not in done:
                 visit(imported)
         trail.pop()
@@ -173,8 +175,10 @@ def test_modules_and_functions_stay_short():
 
 
 def test_the_public_api_is_cheap_and_complete():
-    code = ("import sys, ddpx, ddpx.api\n"
-            "missing = [n for n in ddpx.api.__all__ if getattr(ddpx, n, None) is not getattr(ddpx.api, n)]\n"
-            "print(missing, sorted(m for m in ('torch', 'mlflow', 'numpy') if m in sys.modules))\n")
+    code = (
+        "import sys, ddpx, ddpx.api\n"
+        "missing = [n for n in ddpx.api.__all__ if getattr(ddpx, n, None) is not getattr(ddpx.api, n)]\n"
+        "print(missing, sorted(m for m in ('torch', 'mlflow', 'numpy') if m in sys.modules))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[] []"

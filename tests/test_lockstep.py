@@ -66,11 +66,33 @@ def test_the_first_waits_until_the_second_is_ready(tmp_path):
 @pytest.mark.slow  # starts a rank
 def test_a_one_rank_ddpx_job_is_blocked_while_the_other_process_has_its_turn(tmp_path):
     pipes = make_pipes(str(tmp_path), ["ddpx", "test"])
-    env = {**os.environ, LOCKSTEP_ENV: f"{pipes['ddpx']}:{pipes['test']}:first", "DDPX_PLUGINS": "lockstep",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(BENCHMARKS), os.environ.get("PYTHONPATH")]))}
-    job = subprocess.Popen([sys.executable, "-m", "ddpx", "recipe", "mlp_synthetic", "--tracking", "none",
-                            "--nproc", "1", "train.max_epochs=3", "train.patience=0", "dataset.train_size=2000"],
-                           cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env = {
+        **os.environ,
+        LOCKSTEP_ENV: f"{pipes['ddpx']}:{pipes['test']}:first",
+        "DDPX_PLUGINS": "lockstep",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(BENCHMARKS), os.environ.get("PYTHONPATH")])),
+    }
+    job = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ddpx",
+            "recipe",
+            "mlp_synthetic",
+            "--tracking",
+            "none",
+            "--nproc",
+            "1",
+            "train.max_epochs=3",
+            "train.patience=0",
+            "dataset.train_size=2000",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     turns = Turns(pipes["test"], pipes["ddpx"], first=False)
     seen = []
     turns.start()  # the job's first epoch ran meanwhile

@@ -16,13 +16,18 @@ import time
 import urllib.request
 
 import pytest
-
 from smiles_files import write_smiles_csv
 
 pytestmark = pytest.mark.slow  # trains a model
 
-SMALL = ["train.max_epochs=8", "train.patience=0", "model.num_layers=1", "model.d_model=32", "model.embedding_dim=32",
-         "train.lr=0.01"]
+SMALL = [
+    "train.max_epochs=8",
+    "train.patience=0",
+    "model.num_layers=1",
+    "model.d_model=32",
+    "model.embedding_dim=32",
+    "train.lr=0.01",
+]
 ASKED = ["CCOCl", "c1ccccc1N", "CC(=O)NCl", "C1CCNCC1Br"]
 
 
@@ -40,11 +45,32 @@ def served_predictions(model_uri: str, store: str, rows: list[str]) -> dict[str,
     """POST the rows to a real ``mlflow models serve`` on 127.0.0.1; return its probabilities."""
     port = free_port()
     # the server runs uvicorn from the environment's bin folder, as in an activated environment
-    env = {**os.environ, "MLFLOW_TRACKING_URI": store,
-           "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])}
-    server = subprocess.Popen([sys.executable, "-m", "mlflow", "models", "serve", "-m", model_uri, "--env-manager",
-                               "local", "-h", "127.0.0.1", "-p", str(port)], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    env = {
+        **os.environ,
+        "MLFLOW_TRACKING_URI": store,
+        "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]),
+    }
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "models",
+            "serve",
+            "-m",
+            model_uri,
+            "--env-manager",
+            "local",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -55,8 +81,9 @@ def served_predictions(model_uri: str, store: str, rows: list[str]) -> dict[str,
                 assert server.poll() is None and time.monotonic() < deadline, server.stderr.read().decode()
                 time.sleep(0.5)
         body = json.dumps({"dataframe_split": {"columns": ["smiles"], "data": [[s] for s in rows]}}).encode()
-        request = urllib.request.Request(f"http://127.0.0.1:{port}/invocations", data=body,
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/invocations", data=body, headers={"Content-Type": "application/json"}
+        )
         answer = json.loads(urllib.request.urlopen(request, timeout=60).read())
     finally:
         if server.poll() is None:
@@ -87,8 +114,9 @@ def the_checkpoint_and_the_export_reproduce_the_exact_heldout_metric(result, mol
     # the run folder's reports: the predictions CSV is the held-out split, in order, and scores the same
     rows = list(csv.DictReader((run_dir / "reports" / "heldout_predictions.csv").open()))
     assert [int(r["target"]) for r in rows] == [table.labels[i] for i in heldout]
-    assert roc_auc_score([int(r["target"]) for r in rows], [float(r["probability"]) for r in rows]) == \
-        pytest.approx(expected, abs=1e-6)
+    assert roc_auc_score([int(r["target"]) for r in rows], [float(r["probability"]) for r in rows]) == pytest.approx(
+        expected, abs=1e-6
+    )
     assert (run_dir / "reports" / "heldout_roc_curve.png").read_bytes()[:4] == b"\x89PNG"
     # the exported model (state dict + model.json with the vocabulary) rebuilds the same model
     spec = json.loads((run_dir / "model" / "model.json").read_text())
@@ -103,8 +131,20 @@ def test_the_best_model_is_logged_registered_served_and_predicted_alike(run_ddpx
 
     store = new_store
     molecules = write_smiles_csv(tmp_path / "molecules.csv", n=240)
-    trained = run_ddpx("recipe", "bbbp_rnn", "--nproc", "3", "--tracking-uri", store, "--no-system-metrics", "--register", "bbbp-test",
-                       f"dataset.path={molecules}", *SMALL, env={"DDPX_LOG_MODEL": "true"})
+    trained = run_ddpx(
+        "recipe",
+        "bbbp_rnn",
+        "--nproc",
+        "3",
+        "--tracking-uri",
+        store,
+        "--no-system-metrics",
+        "--register",
+        "bbbp-test",
+        f"dataset.path={molecules}",
+        *SMALL,
+        env={"DDPX_LOG_MODEL": "true"},
+    )
     assert trained.returncode == 0, trained.output
     the_checkpoint_and_the_export_reproduce_the_exact_heldout_metric(trained, molecules)
     client = MlflowClient(store)
@@ -147,14 +187,28 @@ def test_predict_explains_a_wrong_model_or_input(ddpx_here, tmp_path, new_store)
     unknown = ddpx_here("predict", "0" * 32, str(table), "--tracking-uri", store)
     assert unknown.returncode == 2 and "cannot load the model '00000000" in unknown.stderr
     # a model folder as a run writes it: an mlp_synthetic model of 4 features (untrained: these are errors)
-    sizes = {"train_size": 64, "dev_size": 32, "heldout_size": 32, "dim_in": 4, "n_classes": 32, "class_sep": 0.4,
-             "label_noise": 0.03}
+    sizes = {
+        "train_size": 64,
+        "dev_size": 32,
+        "heldout_size": 32,
+        "dim_in": 4,
+        "n_classes": 32,
+        "class_sep": 0.4,
+        "label_noise": 0.03,
+    }
     model = {"name": "mlp", "n_layers": 2, "dim_hidden": 8}
-    write_model_files(tmp_path / "model", MLP(4, 32, 8, 2).state_dict(), {"task": "mlp_synthetic", "model": model},
-                      make_splits(sizes, seed=0).info)
+    write_model_files(
+        tmp_path / "model",
+        MLP(4, 32, 8, 2).state_dict(),
+        {"task": "mlp_synthetic", "model": model},
+        make_splits(sizes, seed=0).info,
+    )
     folder = str(tmp_path / "model")
     other_task = ddpx_here("predict", folder, str(table))
-    assert other_task.returncode == 2 and "reads 4 feature columns x0..x3; the input lacks x0, x1, x2, x3" in other_task.stderr
+    assert (
+        other_task.returncode == 2
+        and "reads 4 feature columns x0..x3; the input lacks x0, x1, x2, x3" in other_task.stderr
+    )
     (tmp_path / "blob.csv").write_bytes(bytes(range(256)) * 4)
     unreadable = ddpx_here("predict", folder, str(tmp_path / "blob.csv"))
     assert unreadable.returncode == 2 and "cannot read" in unreadable.stderr

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, confusion_matrix, roc_auc_score
 
-from ddpx.records.reports import confusion_counts
 from ddpx.plugins.metrics import accuracy
+from ddpx.records.reports import confusion_counts
 
 
 @pytest.mark.parametrize("shape", [(500, 7), (500, 1), (500,)])

@@ -14,10 +14,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from mlflow_server import mlflow_server
-
 from conftest import TEST_RECIPES
-
+from mlflow_server import mlflow_server
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -39,17 +37,24 @@ def tracked(server, tmp_path_factory):
     from conftest import TEST_PLUGINS
 
     workdir = tmp_path_factory.mktemp("work")
-    env = dict(os.environ, MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL="1", COLUMNS="200",
-               PYTHONPATH=str(TEST_PLUGINS))
+    env = dict(os.environ, MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL="1", COLUMNS="200", PYTHONPATH=str(TEST_PLUGINS))
     env.pop("MLFLOW_TRACKING_URI", None)
 
     def ddpx(*args):
-        return subprocess.Popen([sys.executable, "-m", "ddpx", *args, "--tracking-uri", server, "--experiment", "ui"],
-                                cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return subprocess.Popen(
+            [sys.executable, "-m", "ddpx", *args, "--tracking-uri", server, "--experiment", "ui"],
+            cwd=workdir,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     # the run and the sweep at once, as two users of one server would
-    started = (ddpx("recipe", TINY, "train.max_epochs=1", "train.lr=0.2", "train.log_every_n_steps=5"),
-               ddpx("sweep", TINY, "train.lr=0.05,0.1", "train.max_epochs=1", "--no-log-model", "--nproc", "1"))
+    started = (
+        ddpx("recipe", TINY, "train.max_epochs=1", "train.lr=0.2", "train.log_every_n_steps=5"),
+        ddpx("sweep", TINY, "train.lr=0.05,0.1", "train.max_epochs=1", "--no-log-model", "--nproc", "1"),
+    )
     outputs = [p.communicate(timeout=300) for p in started]
     single, sweep = (subprocess.CompletedProcess(p.args, p.returncode, *out) for p, out in zip(started, outputs))
     assert single.returncode == 0, single.stdout + single.stderr
@@ -60,10 +65,21 @@ def tracked(server, tmp_path_factory):
     experiment = client.get_experiment_by_name("ui")
     runs = client.search_runs([experiment.experiment_id])
     parent = next(r for r in runs if r.data.tags.get("ddpx.sweep") == "parent")
-    trials = sorted((r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id),
-                    key=lambda r: int(r.data.tags["ddpx.sweep.trial"]))
-    return dict(client=client, experiment_id=experiment.experiment_id, runs=runs, parent=parent, trials=trials,
-                sweep_output=sweep.stdout, single_output=single.stdout, env=env, workdir=workdir)
+    trials = sorted(
+        (r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id),
+        key=lambda r: int(r.data.tags["ddpx.sweep.trial"]),
+    )
+    return dict(
+        client=client,
+        experiment_id=experiment.experiment_id,
+        runs=runs,
+        parent=parent,
+        trials=trials,
+        sweep_output=sweep.stdout,
+        single_output=single.stdout,
+        env=env,
+        workdir=workdir,
+    )
 
 
 @pytest.mark.slow
@@ -145,8 +161,15 @@ def test_jobs_started_at_once_all_land_in_the_new_experiment(server, tmp_path):
     from mlflow.tracking import MlflowClient
 
     count = 6
-    started = [subprocess.Popen([sys.executable, "-c", START_AT_ONCE, server, str(tmp_path), str(i), str(count)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(count)]
+    started = [
+        subprocess.Popen(
+            [sys.executable, "-c", START_AT_ONCE, server, str(tmp_path), str(i), str(count)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(count)
+    ]
     outputs = [p.communicate(timeout=120) for p in started]
     assert all(p.returncode == 0 for p in started), [err[-600:] for _, err in outputs]
     experiment = MlflowClient(server).get_experiment_by_name("started-at-once")
@@ -168,7 +191,9 @@ def test_ddpx_runs_lists_the_server_runs(tracked, server, ddpx_here):
     assert table.returncode == 0 and "train.lr" in table.stdout and "heldout_accuracy" in table.stdout
     # the experiment's link: the same saved view, best first, as the one printed after a run
     view_link = tracked["single_output"].split("Every run of ui, best first: ")[1].split()[0]
-    assert view_link.startswith(f"{server}/#/experiments/{tracked['experiment_id']}/runs?") and view_link in table.stdout
+    assert (
+        view_link.startswith(f"{server}/#/experiments/{tracked['experiment_id']}/runs?") and view_link in table.stdout
+    )
 
 
 @pytest.fixture(scope="module")
@@ -226,9 +251,13 @@ def test_the_experiment_link_lists_every_run_best_first_with_the_metric_and_the_
     for key, title in ((metric, "heldout_accuracy"), (lr, "train.lr")):
         assert page.locator(f'[role=columnheader][col-id="{key}"]').first.inner_text().strip() == title
     shown = [(row[metric], row[lr]) for row in page.evaluate(GRID_ROWS_JS) if row.get(metric, "-") != "-"]
-    scored = sorted((r for r in tracked["runs"] if "heldout_accuracy" in r.data.metrics),
-                    key=lambda r: -r.data.metrics["heldout_accuracy"])
-    assert len(scored) == 3 and [float(value) for value, _ in shown] == [r.data.metrics["heldout_accuracy"] for r in scored]
+    scored = sorted(
+        (r for r in tracked["runs"] if "heldout_accuracy" in r.data.metrics),
+        key=lambda r: -r.data.metrics["heldout_accuracy"],
+    )
+    assert len(scored) == 3 and [float(value) for value, _ in shown] == [
+        r.data.metrics["heldout_accuracy"] for r in scored
+    ]
     assert [param for _, param in shown] == [r.data.params["train.lr"] for r in scored]
     assert page.get_by_text("Judges", exact=True).count() == 0  # the model-training view, not GenAI's
     _screenshot(page, "mlflow-runs-page.png")
@@ -240,8 +269,10 @@ def test_ui_compare_page_shows_differing_params_and_heldout_metric(tracked, serv
     trials = tracked["trials"]
     runs = json.dumps([t.info.run_id for t in trials], separators=(",", ":"))
     page = browser.new_page(viewport={"width": 1600, "height": 2400})
-    page.goto(f"{server}/#/compare-runs?runs={runs}&experiments={json.dumps([tracked['experiment_id']])}"
-              "&workflowType=machine_learning")  # as `ddpx runs` prints it
+    page.goto(
+        f"{server}/#/compare-runs?runs={runs}&experiments={json.dumps([tracked['experiment_id']])}"
+        "&workflowType=machine_learning"
+    )  # as `ddpx runs` prints it
     page.get_by_text("Comparing 2 Runs").wait_for(timeout=60_000)
     params_row = page.locator("tr").filter(has=page.get_by_text("train.lr", exact=True)).last
     params_row.wait_for(timeout=30_000)
@@ -258,7 +289,9 @@ def test_ui_compare_page_shows_differing_params_and_heldout_metric(tracked, serv
 def test_the_link_printed_after_a_run_opens_its_result_in_the_model_training_view(tracked, server, browser):
     link = tracked["single_output"].split("The run in MLflow: open ")[1].split()[0]
     assert link.startswith(f"{server}/#/experiments/{tracked['experiment_id']}/runs/")
-    single = next(r for r in tracked["runs"] if "ddpx.sweep" not in r.data.tags and "ddpx.sweep.trial" not in r.data.tags)
+    single = next(
+        r for r in tracked["runs"] if "ddpx.sweep" not in r.data.tags and "ddpx.sweep.trial" not in r.data.tags
+    )
     value = f"{single.data.metrics['heldout_accuracy']:.4f}"
     page = browser.new_page(viewport={"width": 1600, "height": 1000})
     page.goto(link)
@@ -270,6 +303,8 @@ def test_the_link_printed_after_a_run_opens_its_result_in_the_model_training_vie
     assert logged.is_visible() and logged.inner_text().strip() == "model"
     # the model-training view: its sidebar (Runs, Models), not GenAI's (Judges, Evaluations, Prompts)
     assert page.get_by_text("Models", exact=True).first.is_visible()
-    assert page.get_by_text("Judges", exact=True).count() == 0 and page.get_by_text("Evaluations", exact=True).count() == 0
+    assert (
+        page.get_by_text("Judges", exact=True).count() == 0 and page.get_by_text("Evaluations", exact=True).count() == 0
+    )
     _screenshot(page, "mlflow-run-page.png")
     page.close()

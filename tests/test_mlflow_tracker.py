@@ -16,8 +16,12 @@ TAGS = {"ddpx.recipe": "tiny", "ddpx.metric": "heldout_accuracy", "ddpx.metric_d
 
 
 def _tracker(uri: str) -> MlflowTracker:
-    job = Job(recipe_name="tiny", recipe_source="", config={},
-              launch=LaunchSettings(tracking_uri=uri, experiment="tiny", system_metrics=False))
+    job = Job(
+        recipe_name="tiny",
+        recipe_source="",
+        config={},
+        launch=LaunchSettings(tracking_uri=uri, experiment="tiny", system_metrics=False),
+    )
     return MlflowTracker(job)
 
 

@@ -7,16 +7,16 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import serve_directory
 from mlflow.tracking import MlflowClient
 from sklearn.metrics import roc_auc_score
+from smiles_files import write_multilabel_csv
 
-from conftest import serve_directory
 from ddpx.plugins.smiles.csv_table import read_smiles_csv
 from ddpx.plugins.smiles.moleculenet import TOX21_LABELS
 from ddpx.plugins.smiles.predict import SmilesPredictor, predict_table
 from ddpx.plugins.smiles.splits import random_split
 from ddpx.records.model_export import load_model
-from smiles_files import write_multilabel_csv
 
 pytestmark = pytest.mark.slow  # every test here starts ranks
 
@@ -28,7 +28,9 @@ def single_process_mean_roc_auc(path, checkpoint, seed=0):
     the recipe's split of the file, each label over the molecules that have it."""
     table = read_smiles_csv(path, "smiles", TOX21_LABELS, strict=True)
     _, _, heldout = random_split(table.labels, seed, 0.1, 1 / 9, stratify=False)
-    probabilities = np.array(SmilesPredictor.from_checkpoint(checkpoint).predict_proba([table.smiles[i] for i in heldout]))
+    probabilities = np.array(
+        SmilesPredictor.from_checkpoint(checkpoint).predict_proba([table.smiles[i] for i in heldout])
+    )
     targets = np.array([table.labels[i] for i in heldout])
     scores = []
     for j in range(len(TOX21_LABELS)):
@@ -38,15 +40,28 @@ def single_process_mean_roc_auc(path, checkpoint, seed=0):
     return float(np.mean(scores)), len(heldout)
 
 
-def test_tox21_downloads_trains_on_3_ranks_logs_each_label_and_scores_exactly_on_2(run_ddpx, job_here, tmp_path, tracking_uri,
-                                                                                   experiment):
+def test_tox21_downloads_trains_on_3_ranks_logs_each_label_and_scores_exactly_on_2(
+    run_ddpx, job_here, tmp_path, tracking_uri, experiment
+):
     served, data_dir = tmp_path / "served", tmp_path / "data"
     served.mkdir()
     write_multilabel_csv(served / "tox21.csv.gz", n=300, labels=TOX21_LABELS, gzip_it=True)
     with serve_directory(served) as (base, requests):  # the published file's name, fetched over loopback
-        trained = run_ddpx("recipe", "tox21_rnn", "--nproc", "3", "--tracking-uri", tracking_uri, "--experiment",
-                           experiment, "dataset.download=true", f"dataset.url={base}/tox21.csv.gz",
-                           "train.max_epochs=4", *SMALL, env={"DDPX_DATA_DIR": str(data_dir)})
+        trained = run_ddpx(
+            "recipe",
+            "tox21_rnn",
+            "--nproc",
+            "3",
+            "--tracking-uri",
+            tracking_uri,
+            "--experiment",
+            experiment,
+            "dataset.download=true",
+            f"dataset.url={base}/tox21.csv.gz",
+            "train.max_epochs=4",
+            *SMALL,
+            env={"DDPX_DATA_DIR": str(data_dir)},
+        )
     assert trained.returncode == 0, trained.output
     path = data_dir / "tox21" / "tox21.csv.gz"
     assert requests == ["/tox21.csv.gz"], "local rank 0 alone downloads"
@@ -67,7 +82,10 @@ def test_tox21_downloads_trains_on_3_ranks_logs_each_label_and_scores_exactly_on
     assert params["task"] == "tox21" and params["world_size"] == "3" and "NR-AR" in params["dataset.label_columns"]
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"heldout_roc_curves.png", "heldout_predictions.csv", "recipe.toml", "model"} <= artifacts
-    assert {a.path for a in client.list_artifacts(run.info.run_id, "model")} == {"model/model.json", "model/state_dict.pt"}
+    assert {a.path for a in client.list_artifacts(run.info.run_id, "model")} == {
+        "model/model.json",
+        "model/state_dict.pt",
+    }
     (dataset,) = run.inputs.dataset_inputs
     assert dataset.dataset.source_type == "local" and str(path.resolve()) in dataset.dataset.source
     predictions = pd.read_csv(run_dir / "reports" / "heldout_predictions.csv")
@@ -76,11 +94,19 @@ def test_tox21_downloads_trains_on_3_ranks_logs_each_label_and_scores_exactly_on
     # the same weights, held out on 2 ranks
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    again = job_here("tox21_rnn", f"dataset.path={path}", "train.max_epochs=0",
-                     f"train.init_from={run_dir / 'checkpoints' / 'best.pt'}", *SMALL, cwd=elsewhere)
+    again = job_here(
+        "tox21_rnn",
+        f"dataset.path={path}",
+        "train.max_epochs=0",
+        f"train.init_from={run_dir / 'checkpoints' / 'best.pt'}",
+        *SMALL,
+        cwd=elsewhere,
+    )
     assert again.summary()["heldout"]["heldout_roc_auc"] == pytest.approx(expected, abs=1e-6)
 
-    answers = predict_table(load_model(run_dir / "model"),
-                            json.loads((run_dir / "model" / "model.json").read_text())["task_info"],
-                            pd.DataFrame({"smiles": ["CCCl", "CCBr"]}))
+    answers = predict_table(
+        load_model(run_dir / "model"),
+        json.loads((run_dir / "model" / "model.json").read_text())["task_info"],
+        pd.DataFrame({"smiles": ["CCCl", "CCBr"]}),
+    )
     assert [c for c in answers.columns if c.startswith("probability_")] == [f"probability_{n}" for n in TOX21_LABELS]

@@ -11,9 +11,8 @@ import time
 import uuid
 
 import pytest
-from mlflow.tracking import MlflowClient
-
 from conftest import TEST_RECIPES, orphans
+from mlflow.tracking import MlflowClient
 
 pytestmark = pytest.mark.slow  # runs trials side by side
 
@@ -32,11 +31,35 @@ def test_a_search_runs_two_trials_at_once_each_on_its_own_cores(run_ddpx, tmp_pa
 
     storage, meeting = f"sqlite:///{tmp_path / 'study.db'}", tmp_path / "meeting"
     meeting.mkdir()
-    result = run_ddpx("sweep", TINY, "train.lr=loguniform(0.01,0.3)", "train.max_epochs=2", "--search", "optuna",
-                      "--trials", "3", "--sampler", "random", "--search-seed", "3", "--pruner", "none", "--parallel",
-                      "2", "--nproc", "1", "--study-storage", storage, "--tracking-uri", tracking_uri,
-                      "--experiment", experiment, timeout=300, plugins=("ddpx_testplug_meet",),
-                      env={"DDPX_TEST_MEET": str(meeting)})
+    result = run_ddpx(
+        "sweep",
+        TINY,
+        "train.lr=loguniform(0.01,0.3)",
+        "train.max_epochs=2",
+        "--search",
+        "optuna",
+        "--trials",
+        "3",
+        "--sampler",
+        "random",
+        "--search-seed",
+        "3",
+        "--pruner",
+        "none",
+        "--parallel",
+        "2",
+        "--nproc",
+        "1",
+        "--study-storage",
+        storage,
+        "--tracking-uri",
+        tracking_uri,
+        "--experiment",
+        experiment,
+        timeout=300,
+        plugins=("ddpx_testplug_meet",),
+        env={"DDPX_TEST_MEET": str(meeting)},
+    )
     assert result.returncode == 0, result.output
     assert "3 trial(s) on 1 rank(s) each, 2 at once" in result.stdout
     (summary,) = optuna.get_all_study_summaries(storage)
@@ -63,10 +86,30 @@ def test_sigterm_to_a_parallel_sweep_stops_every_trial(tmp_path, tracking_uri, e
     env = {**os.environ, "DDPX_TEST_MARKER": marker, "DDPX_LOG_MODEL": "false", "DDPX_SYSTEM_METRICS": "false"}
     env.pop("MLFLOW_TRACKING_URI", None)
     sweep = subprocess.Popen(
-        [sys.executable, "-m", "ddpx", "sweep", TINY, "train.lr=0.05,0.1", "train.max_epochs=500", "--parallel", "2",
-         "--nproc", "1", "--tracking-uri", tracking_uri, "--experiment", experiment],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))  # as in the background of a script
+        [
+            sys.executable,
+            "-m",
+            "ddpx",
+            "sweep",
+            TINY,
+            "train.lr=0.05,0.1",
+            "train.max_epochs=500",
+            "--parallel",
+            "2",
+            "--nproc",
+            "1",
+            "--tracking-uri",
+            tracking_uri,
+            "--experiment",
+            experiment,
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )  # as in the background of a script
     started = 0
     for line in sweep.stdout:
         started += "started, CPU core(s)" in line or "started, OMP" in line

@@ -19,8 +19,12 @@ def test_the_dry_run_trains_every_peer_on_two_ranks_and_reports_each():
     done = subprocess.run([sys.executable, str(SCRIPT), "--dry"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = [line.split(" | ") for line in done.stdout.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    assert [cells[0].lstrip("| ") for cells in rows] == ["plain PyTorch DDP loop", "ddpx `mlp_synthetic`",
-                                                        "Lightning Trainer, DDP", "Accelerate"]
+    assert [cells[0].lstrip("| ") for cells in rows] == [
+        "plain PyTorch DDP loop",
+        "ddpx `mlp_synthetic`",
+        "Lightning Trainer, DDP",
+        "Accelerate",
+    ]
     for cells in rows:
         first_step, train_s, _, epoch_s, peak, heldout = (c.strip(" |") for c in cells[1:])
         assert 0 < float(first_step) < 120 and 0 < float(train_s) <= float(epoch_s)

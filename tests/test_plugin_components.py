@@ -12,8 +12,17 @@ PLUGIN = ("ddpx_testplug_components",)
 def test_a_launcher_declares_its_own_option(run_ddpx):
     help_text = run_ddpx("recipe", "--help", plugins=PLUGIN).stdout
     assert "--greeting" in help_text and "What the greeter writes." in help_text
-    result = run_ddpx("recipe", "mlp_synthetic", "--launcher", "greeter", "--greeting", "hi there", "--tracking", "none",
-                      plugins=PLUGIN)
+    result = run_ddpx(
+        "recipe",
+        "mlp_synthetic",
+        "--launcher",
+        "greeter",
+        "--greeting",
+        "hi there",
+        "--tracking",
+        "none",
+        plugins=PLUGIN,
+    )
     assert result.returncode == 0, result.output
     (run_dir,) = result.run_dirs()
     assert (run_dir / "greeting.txt").read_text() == "hi there"
@@ -30,23 +39,38 @@ def test_another_launchers_option_is_a_usage_error(run_ddpx):
 
 
 def test_a_sweep_refuses_a_launcher_that_detaches(run_ddpx):
-    result = run_ddpx("sweep", "mlp_synthetic", "train.lr=0.1,0.2", "--launcher", "greeter", "--tracking", "none",
-                      plugins=PLUGIN)
+    result = run_ddpx(
+        "sweep", "mlp_synthetic", "train.lr=0.1,0.2", "--launcher", "greeter", "--tracking", "none", plugins=PLUGIN
+    )
     assert result.returncode == 2
     assert "would hand each trial over and return" in result.stderr and not result.run_dirs()
 
 
 @pytest.mark.slow
 def test_a_plugins_optimizer_and_schedule_train_the_model(run_ddpx):
-    result = run_ddpx("recipe", "mlp_synthetic", "--tracking", "none", "--nproc", "1", "train.optimizer=half_lr_sgd",
-                      "train.lr_schedule=halve_each_step", "train.lr=0.2", "train.max_epochs=1",
-                      "dataset.train_size=128", "dataset.dev_size=32", "dataset.heldout_size=32", "train.batch_size=64",
-                      plugins=PLUGIN, env={"COLUMNS": ""})  # piped, with no terminal width to go by
+    result = run_ddpx(
+        "recipe",
+        "mlp_synthetic",
+        "--tracking",
+        "none",
+        "--nproc",
+        "1",
+        "train.optimizer=half_lr_sgd",
+        "train.lr_schedule=halve_each_step",
+        "train.lr=0.2",
+        "train.max_epochs=1",
+        "dataset.train_size=128",
+        "dataset.dev_size=32",
+        "dataset.heldout_size=32",
+        "train.batch_size=64",
+        plugins=PLUGIN,
+        env={"COLUMNS": ""},
+    )  # piped, with no terminal width to go by
     assert result.returncode == 0, result.output
     (run_dir,) = result.run_dirs()
     assert re.search(rf"run folder +{re.escape(str(run_dir))} *\n", result.stdout)  # the whole path, on one line
     (epoch,) = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert epoch["lr"] == 0.2 / 2 * 0.5 ** 2  # half of train.lr, halved after each of the 2 steps
+    assert epoch["lr"] == 0.2 / 2 * 0.5**2  # half of train.lr, halved after each of the 2 steps
 
 
 def test_an_unknown_optimizer_lists_the_registered_ones(run_ddpx):

@@ -8,9 +8,7 @@ import sys
 import textwrap
 
 import pytest
-
 from conftest import TEST_PLUGINS
-
 
 PYPROJECT = """
 [build-system]
@@ -54,8 +52,18 @@ def installed_plugin(tmp_path_factory):
     (source / "ddpx_tinyplug_broken.py").write_text(BROKEN)
     target = tmp_path_factory.mktemp("site")
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--target", str(target), str(source)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(source),
+        ],
         check=True,
     )
     assert list(target.glob("ddpx_tinyplug-0.3.1.dist-info"))
@@ -98,7 +106,10 @@ def test_plugins_check_reports_each_check(run_ddpx, installed_plugin):
     env = {"PYTHONPATH": os.pathsep.join([str(installed_plugin), str(TEST_PLUGINS)])}
     good = run_ddpx("plugins", "check", "tinyplug", env=env)
     assert good.returncode == 0, good.output
-    assert "PASS  tinyplug: loads" in good.stdout and "PASS  tinyplug: names are its own: metrics: tiny_top1" in good.stdout
+    assert (
+        "PASS  tinyplug: loads" in good.stdout
+        and "PASS  tinyplug: names are its own: metrics: tiny_top1" in good.stdout
+    )
     broken = run_ddpx("plugins", "check", "ddpx-tinyplug", env=env)  # by distribution: both entry points
     assert broken.returncode == 1
     assert "FAIL  tinyplug_broken: loads" in broken.stdout and "a_module_that_is_not_installed" in broken.stdout

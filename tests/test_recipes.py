@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from ddpx.contract.errors import UserError
 from ddpx.config.listing import list_recipes
 from ddpx.config.recipe import resolve_recipe
+from ddpx.contract.errors import UserError
 from ddpx.contract.recipe_file import read_recipe_file
 from ddpx.plugin_host.registry import load_registry
 
@@ -84,6 +84,11 @@ def test_malformed_and_missing_files(registry, tmp_path):
 def test_listing_reads_names_tasks_and_metrics(registry):
     rows = {row.name: row for row in list_recipes(registry)}
     row = rows["mlp_synthetic"]
-    assert (row.task, row.model, row.metric, row.plugin) == ("mlp_synthetic", "mlp", "heldout_accuracy", "mlp_synthetic")
+    assert (row.task, row.model, row.metric, row.plugin) == (
+        "mlp_synthetic",
+        "mlp",
+        "heldout_accuracy",
+        "mlp_synthetic",
+    )
     assert "0.971" in row.description
     assert Path(registry.all("recipes")["mlp_synthetic"].path).is_file()

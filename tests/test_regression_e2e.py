@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from sklearn.metrics import mean_squared_error
-
 from conftest import TEST_RECIPES
 from ddpx_testplug_regression import build_data, build_model
+from sklearn.metrics import mean_squared_error
 
 REGRESSION = str(TEST_RECIPES / "tiny_regression.toml")
 PLUGIN = ("ddpx_testplug_regression",)
@@ -69,9 +68,21 @@ def test_a_sweep_on_2_ranks_keeps_the_lowest_rmse_everywhere(run_ddpx, ddpx_here
     # lr 0.3 fits in an epoch, then the dev RMSE wavers at the noise floor (patience 1 stops it);
     # 0.01 and 0.001 are still far off after 6 epochs. The best trial is the middle one: neither
     # the first nor the one a higher-is-better mistake would pick.
-    result = run_ddpx("sweep", REGRESSION, "train.lr=0.01,0.3,0.001", "train.max_epochs=6", "train.patience=1",
-                      "--nproc", "2", "--tracking-uri", tracking_uri, "--experiment", experiment, plugins=PLUGIN,
-                      timeout=300)
+    result = run_ddpx(
+        "sweep",
+        REGRESSION,
+        "train.lr=0.01,0.3,0.001",
+        "train.max_epochs=6",
+        "train.patience=1",
+        "--nproc",
+        "2",
+        "--tracking-uri",
+        tracking_uri,
+        "--experiment",
+        experiment,
+        plugins=PLUGIN,
+        timeout=300,
+    )
     assert result.returncode == 0, result.output
     client = MlflowClient(tracking_uri)
     experiment_id = client.get_experiment_by_name(experiment).experiment_id
@@ -98,7 +109,9 @@ def test_a_sweep_on_2_ranks_keeps_the_lowest_rmse_everywhere(run_ddpx, ddpx_here
     assert parent.data.tags["ddpx.metric_direction"] == "min" and parent.data.metrics["best_trial"] == 2
     assert parent.data.metrics["best_dev_rmse"] == best_dev["2"] and parent.data.tags["ddpx.best.train.lr"] == "0.3"
     assert parent.data.metrics["best_heldout_rmse"] == runs["2"].data.metrics["heldout_rmse"]
-    assert f"* best trial on the dev metric (the lowest dev_rmse, {best_dev['2']:.4f}): 2 (train.lr=0.3)" in result.stdout
+    assert (
+        f"* best trial on the dev metric (the lowest dev_rmse, {best_dev['2']:.4f}): 2 (train.lr=0.3)" in result.stdout
+    )
 
     state = json.loads(json.loads(client.get_experiment(experiment_id).tags[VIEW_TAG])["state"])
     assert state["orderByKey"] == "metrics.`heldout_rmse`" and state["orderByAsc"] is True
@@ -118,9 +131,29 @@ def test_an_optuna_search_minimises_the_rmse_and_prunes_the_high_ones(run_ddpx, 
     # one target: targets and outputs (N,). Seed 9 draws lr 0.001, 0.3, 0.001; after epoch 1 lr
     # 0.001 is far above lr 0.3's RMSE. Once trials 1 and 2 have finished, the median pruner stops
     # a trial whose RMSE is above their median at epoch 1: trial 3 (maximising, it would go on).
-    result = run_ddpx("sweep", REGRESSION, "train.lr=choice(0.3,0.001)", "dataset.targets=1", "train.max_epochs=2",
-                      "--search", "optuna", "--trials", "3", "--sampler", "random", "--search-seed", "9",
-                      "--study-storage", storage, "--nproc", "1", "--tracking", "none", plugins=PLUGIN, timeout=300)
+    result = run_ddpx(
+        "sweep",
+        REGRESSION,
+        "train.lr=choice(0.3,0.001)",
+        "dataset.targets=1",
+        "train.max_epochs=2",
+        "--search",
+        "optuna",
+        "--trials",
+        "3",
+        "--sampler",
+        "random",
+        "--search-seed",
+        "9",
+        "--study-storage",
+        storage,
+        "--nproc",
+        "1",
+        "--tracking",
+        "none",
+        plugins=PLUGIN,
+        timeout=300,
+    )
     assert result.returncode == 0, result.output
     (summary,) = optuna.get_all_study_summaries(storage)
     study = optuna.load_study(study_name=summary.study_name, storage=storage)

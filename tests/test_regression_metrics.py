@@ -48,7 +48,11 @@ def test_each_targets_value_over_its_present_cells_averaged_equals_scikit_learns
 def test_errors_are_minimised_and_r2_maximised():
     metrics = load_registry().all("metrics")
     assert {name: metrics[name].greater_is_better for name in ("rmse", "mae", "r2", "roc_auc")} == {
-        "rmse": False, "mae": False, "r2": True, "roc_auc": True}
+        "rmse": False,
+        "mae": False,
+        "r2": True,
+        "roc_auc": True,
+    }
 
 
 def test_per_target_values_are_logged_like_per_label_roc_aucs():
@@ -58,8 +62,10 @@ def test_per_target_values_are_logged_like_per_label_roc_aucs():
     metrics = load_registry().all("metrics")
     by_target = per_label_metrics(predictions, metrics["rmse"], ["log S", "m.p. (°C)"], "heldout")
     present = ~np.isnan(targets[:, 0])
-    assert by_target == {"heldout_rmse/log S": pytest.approx(SKLEARN["rmse"](targets[present, 0], outputs[present, 0])),
-                         "heldout_rmse/m.p. __C_": pytest.approx(abs(outputs[0, 1] - targets[0, 1]))}
+    assert by_target == {
+        "heldout_rmse/log S": pytest.approx(SKLEARN["rmse"](targets[present, 0], outputs[present, 0])),
+        "heldout_rmse/m.p. __C_": pytest.approx(abs(outputs[0, 1] - targets[0, 1])),
+    }
     assert list(per_label_metrics(predictions, metrics["r2"], ["a", "b"], "dev")) == ["dev_r2/a"]
 
 
@@ -118,11 +124,18 @@ def test_runs_of_one_recipe_judged_two_ways_are_listed_per_metric_each_best_firs
     uri = new_store
     client = MlflowClient(uri)
     experiment = client.create_experiment("smiles_csv_rnn")
-    for metric, value in [("heldout_roc_auc", 0.81), ("heldout_rmse", 0.9), ("heldout_roc_auc", 0.93),
-                          ("heldout_rmse", 0.4), ("heldout_rmse", 1.3)]:
+    for metric, value in [
+        ("heldout_roc_auc", 0.81),
+        ("heldout_rmse", 0.9),
+        ("heldout_roc_auc", 0.93),
+        ("heldout_rmse", 0.4),
+        ("heldout_rmse", 1.3),
+    ]:
         direction = "min" if metric == "heldout_rmse" else "max"
-        run = client.create_run(experiment, tags={"ddpx.recipe": "smiles_csv_rnn", "ddpx.metric": metric,
-                                                  "ddpx.metric_direction": direction})
+        run = client.create_run(
+            experiment,
+            tags={"ddpx.recipe": "smiles_csv_rnn", "ddpx.metric": metric, "ddpx.metric_direction": direction},
+        )
         client.log_metric(run.info.run_id, metric, value)
         client.set_terminated(run.info.run_id)
     listed = {group.metric: [row.score for row in group.rows] for group in list_runs(uri).groups}

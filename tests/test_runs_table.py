@@ -12,9 +12,7 @@ import re
 import time
 
 import pytest
-
 from conftest import run_in_terminal
-
 
 BBBP = [  # (held-out ROC-AUC, train.lr, model.d_model); the best is the second
     (0.912345, "0.001", "128"),
@@ -26,8 +24,11 @@ LONG_PATH = "/home/someone/projects/molecules/data/moleculenet/bbbp/BBBP-cleaned
 
 
 def record_run(client, experiment_id: str, recipe: str, metric: str, params: dict, value: float, minutes: float):
-    run = client.create_run(experiment_id, run_name=f"{recipe}-20261123-1200{len(params)}{int(value * 1e4)}",
-                            tags={"ddpx.recipe": recipe, "ddpx.metric": metric, "ddpx.metric_direction": "max"})
+    run = client.create_run(
+        experiment_id,
+        run_name=f"{recipe}-20261123-1200{len(params)}{int(value * 1e4)}",
+        tags={"ddpx.recipe": recipe, "ddpx.metric": metric, "ddpx.metric_direction": "max"},
+    )
     for key, param in params.items():
         client.log_param(run.info.run_id, key, param)
     client.log_metric(run.info.run_id, metric, value)
@@ -37,17 +38,29 @@ def record_run(client, experiment_id: str, recipe: str, metric: str, params: dic
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    from mlflow.tracking import MlflowClient
-
     from conftest import copy_of_new_store, store_template
+    from mlflow.tracking import MlflowClient
 
     folder = tmp_path_factory.mktemp("runs-store")
     uri = copy_of_new_store(store_template(tmp_path_factory), folder)
     client = MlflowClient(uri)
     bbbp = client.create_experiment("bbbp_rnn")
     for value, lr, width in BBBP:
-        record_run(client, bbbp, "bbbp_rnn", "heldout_roc_auc", {"train.lr": lr, "model.d_model": width,
-                   "dataset.path": LONG_PATH, "train.batch_size": "32", "world_size": "2"}, value, 3.5)
+        record_run(
+            client,
+            bbbp,
+            "bbbp_rnn",
+            "heldout_roc_auc",
+            {
+                "train.lr": lr,
+                "model.d_model": width,
+                "dataset.path": LONG_PATH,
+                "train.batch_size": "32",
+                "world_size": "2",
+            },
+            value,
+            3.5,
+        )
         time.sleep(0.01)
     mlp = client.create_experiment("mlp_synthetic")
     for value, lr in MLP:
@@ -63,7 +76,7 @@ def table_lines(text: str, recipe: str) -> list[str]:
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(f"{recipe}:"))
     end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("└"))
-    return lines[start:end + 1]
+    return lines[start : end + 1]
 
 
 @pytest.mark.parametrize("columns", [80, 100, 120])
@@ -96,12 +109,25 @@ def test_piped_output_is_one_wide_table_with_every_differing_param(ddpx_here, st
 
 def test_recipe_limit_json_and_the_compare_url(ddpx_here, store):
     uri, _ = store
-    listed = json.loads(ddpx_here("runs", "--tracking-uri", uri, "--recipe", "bbbp_rnn", "--limit", "2", "--json").stdout)
+    listed = json.loads(
+        ddpx_here("runs", "--tracking-uri", uri, "--recipe", "bbbp_rnn", "--limit", "2", "--json").stdout
+    )
     assert [r["metrics"]["heldout_roc_auc"] for r in listed["runs"]] == [0.947812, 0.912345]
     ids = json.dumps([r["run_id"] for r in listed["runs"]], separators=(",", ":"))
     assert listed["compare_url"].startswith(f"http://127.0.0.1:5000/#/compare-runs?runs={ids}&experiments=")
-    worst = ddpx_here("runs", "--tracking-uri", uri, "--recipe", "bbbp_rnn", "--sort", "heldout_roc_auc",
-                     "--ascending", "--limit", "1", "--json").stdout
+    worst = ddpx_here(
+        "runs",
+        "--tracking-uri",
+        uri,
+        "--recipe",
+        "bbbp_rnn",
+        "--sort",
+        "heldout_roc_auc",
+        "--ascending",
+        "--limit",
+        "1",
+        "--json",
+    ).stdout
     assert [r["metrics"]["heldout_roc_auc"] for r in json.loads(worst)["runs"]] == [0.881234]
     wrong = ddpx_here("runs", "--tracking-uri", uri, "--sort", "heldout_f1")
     assert wrong.returncode == 2 and "Sort by one of: heldout_accuracy, heldout_roc_auc" in wrong.stderr

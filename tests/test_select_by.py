@@ -10,13 +10,13 @@ import json
 
 import pytest
 import torch
+from conftest import TEST_RECIPES
 from rich.console import Console
 
-from conftest import TEST_RECIPES
+from ddpx.api import UserError
 from ddpx.cli.summary_table import print_summary
 from ddpx.contract.records import RunSummary
 from ddpx.plugin_host.registry import load_registry
-from ddpx.api import UserError
 from ddpx.rank.epochs import is_better
 from ddpx.rank.resume import check_resumable
 from ddpx.records.tracking import result_note
@@ -39,8 +39,13 @@ def test_by_loss_the_lower_dev_loss_wins_and_a_tie_goes_to_the_better_metric():
 
 
 def test_a_checkpoint_cannot_resume_under_the_other_rule():
-    state = {"model": {}, "optimizer": {}, "epoch": 2, "ranks": [],
-             "recipe": {"model": {"name": "mlp"}, "train": {"select_by": "metric"}}}
+    state = {
+        "model": {},
+        "optimizer": {},
+        "epoch": 2,
+        "ranks": [],
+        "recipe": {"model": {"name": "mlp"}, "train": {"select_by": "metric"}},
+    }
     config = {"model": {"name": "mlp"}, "train": {"select_by": "loss", "wrapper": "ddp"}}
     with pytest.raises(UserError, match="Resume it with train.select_by=metric"):
         check_resumable(state, "last.pt", config)
@@ -65,6 +70,7 @@ def test_a_run_selected_by_dev_loss_keeps_the_epoch_of_the_lowest_dev_loss(job_h
     assert torch.load(run_dir / "checkpoints" / "best.pt", weights_only=True)["epoch"] == lowest
     out = io.StringIO()
     print_summary("tiny_mlp", summary, Console(file=out, width=120))
-    assert (f"{lowest} of 5 (the lowest dev loss, {min(losses):.4f}; dev_accuracy {summary.best_dev:.4f})"
-            in out.getvalue()), out.getvalue()
+    assert (
+        f"{lowest} of 5 (the lowest dev loss, {min(losses):.4f}; dev_accuracy {summary.best_dev:.4f})" in out.getvalue()
+    ), out.getvalue()
     assert f"on the dev split (by dev loss) was epoch {lowest}." in result_note(summary)

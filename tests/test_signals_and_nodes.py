@@ -12,10 +12,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from conftest import TEST_PLUGINS, TEST_RECIPES, orphans
-from ddpx.launch.signals import rank_processes
 from test_resume import one_run
+
+from ddpx.launch.signals import rank_processes
 
 pytestmark = pytest.mark.slow  # every test here starts ranks
 
@@ -34,20 +34,41 @@ def as_in_a_script() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-@pytest.mark.parametrize("launcher, stop, start_as", [("spawn", signal.SIGINT, as_in_a_terminal),
-                                                      ("torchrun", signal.SIGTERM, as_in_a_script)],
-                         ids=["spawn-ctrl-c", "torchrun-sigterm"])
-def test_ctrl_c_or_sigterm_stops_every_rank_and_marks_the_run_killed(tmp_path, tracking_uri, experiment, launcher,
-                                                                    stop, start_as):
+@pytest.mark.parametrize(
+    "launcher, stop, start_as",
+    [("spawn", signal.SIGINT, as_in_a_terminal), ("torchrun", signal.SIGTERM, as_in_a_script)],
+    ids=["spawn-ctrl-c", "torchrun-sigterm"],
+)
+def test_ctrl_c_or_sigterm_stops_every_rank_and_marks_the_run_killed(
+    tmp_path, tracking_uri, experiment, launcher, stop, start_as
+):
     """Ctrl-C, or a scheduler's SIGTERM to the ddpx process alone: no rank trains on."""
     marker = uuid.uuid4().hex
     env = {**os.environ, "DDPX_TEST_MARKER": marker, "PYTHONPATH": str(TEST_PLUGINS)}
     env.pop("MLFLOW_TRACKING_URI", None)
     process = subprocess.Popen(
-        [sys.executable, "-m", "ddpx", "recipe", TINY, "--launcher", launcher, "--tracking-uri",
-         tracking_uri, "--experiment", experiment, "train.max_epochs=500", "train.patience=0"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=start_as)
+        [
+            sys.executable,
+            "-m",
+            "ddpx",
+            "recipe",
+            TINY,
+            "--launcher",
+            launcher,
+            "--tracking-uri",
+            tracking_uri,
+            "--experiment",
+            experiment,
+            "train.max_epochs=500",
+            "train.patience=0",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=start_as,
+    )
     for line in process.stdout:  # under way (of 500 epochs: still running, however late this is read)
         if "epoch 1/500" in line:
             break
@@ -68,9 +89,25 @@ def test_sigusr1_to_the_ddpx_process_checkpoints_every_rank_and_stops_for_a_resu
     marker = uuid.uuid4().hex
     env = {**os.environ, "DDPX_TEST_MARKER": marker}
     process = subprocess.Popen(
-        [sys.executable, "-m", "ddpx", "recipe", TINY, "--launcher", launcher, "--tracking", "none",
-         "train.max_epochs=500", "train.stop_check_every=5"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "ddpx",
+            "recipe",
+            TINY,
+            "--launcher",
+            launcher,
+            "--tracking",
+            "none",
+            "train.max_epochs=500",
+            "train.stop_check_every=5",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     for line in process.stdout:  # under way (of 500 epochs: still running, however late this is read)
         if "epoch 1/500" in line:
             break
@@ -87,6 +124,7 @@ def ranks_in_order(ddpx_pid: int) -> list[int]:
     """The pids of a job's ranks, by rank (found as ddpx finds them, ddpx.launch.signals): torchrun
     gives each its RANK at start; the spawn launcher starts local ranks 0 and 1 in that order, so
     rank 1 is the later process."""
+
     def rank_of(pid: int) -> int:
         found = re.search(rb"(?:^|\0)RANK=(\d+)\0", Path(f"/proc/{pid}/environ").read_bytes())
         return int(found.group(1)) if found else pid
@@ -100,8 +138,21 @@ def test_a_rank_killed_by_sigkill_is_named_as_the_jobs_error(tmp_path, tracking_
     marker = uuid.uuid4().hex
     env = {**os.environ, "DDPX_TEST_MARKER": marker, "DDPX_LOG_MODEL": "false", "DDPX_SYSTEM_METRICS": "false"}
     env.pop("MLFLOW_TRACKING_URI", None)
-    args = [sys.executable, "-m", "ddpx", "recipe", TINY, "--launcher", launcher, "--tracking-uri", tracking_uri,
-            "--experiment", experiment, "train.max_epochs=100", "dataset.train_size=3000"]
+    args = [
+        sys.executable,
+        "-m",
+        "ddpx",
+        "recipe",
+        TINY,
+        "--launcher",
+        launcher,
+        "--tracking-uri",
+        tracking_uri,
+        "--experiment",
+        experiment,
+        "train.max_epochs=100",
+        "dataset.train_size=3000",
+    ]
     process = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for line in process.stdout:  # wait until training is under way
         if "epoch 1/100" in line:
@@ -113,21 +164,31 @@ def test_a_rank_killed_by_sigkill_is_named_as_the_jobs_error(tmp_path, tracking_
     assert process.returncode == 1, stderr
     assert "rank 1 was killed by SIGKILL" in stderr and "Traceback" not in stderr, stderr
     assert orphans(marker) == [], "no orphan processes"
-    client, run = one_run(tracking_uri, experiment)
+    _client, run = one_run(tracking_uri, experiment)
     assert run.info.status == "FAILED" and "rank 1 was killed by SIGKILL" in run.data.tags["ddpx.error"]
 
 
 def test_a_hanging_rank_is_reported_and_ends_the_job_within_the_timeout(run_ddpx):
     start = time.monotonic()
-    result = run_ddpx("recipe", TINY, "--tracking", "none", "--timeout", "6", "--stall-report", "2",
-                      plugins=("ddpx_testplug_hang",), timeout=120)
+    result = run_ddpx(
+        "recipe",
+        TINY,
+        "--tracking",
+        "none",
+        "--timeout",
+        "6",
+        "--stall-report",
+        "2",
+        plugins=("ddpx_testplug_hang",),
+        timeout=120,
+    )
     assert result.returncode == 1
     assert time.monotonic() - start < 60
     assert orphans(result.marker) == []
     # while it hangs, rank 0 reports where the ranks stand still: rank 1 in the plugin's hook, rank 0
     # in the first step's backward pass, where DDP waits for rank 1's gradients
     assert "ddpx: no progress on rank(s)" in result.stdout
-    error = result.stderr[result.stderr.index("Before that, no progress on rank(s) 0, 1:"):]
+    error = result.stderr[result.stderr.index("Before that, no progress on rank(s) 0, 1:") :]
     assert re.search(r"rank 1 \(pid \d+ on .+\): the plugins' ddpx_fit_start hooks, for \d+ s", error), error
     assert "rank 0 (pid" in error and "training epoch 1, step 1 (its batch, forward, and backward" in error
     assert "Traceback" not in error
@@ -148,11 +209,36 @@ def test_two_nodes_on_one_machine_form_one_world(tmp_path, tracking_uri, experim
     for node in (0, 1):
         workdir = tmp_path / f"node{node}"
         workdir.mkdir()
-        nodes.append(subprocess.Popen(
-            [sys.executable, "-m", "ddpx", "recipe", TINY, "--nnodes", "2", "--nproc", "1", "--tracking-uri",
-             tracking_uri, "--experiment", experiment, "--node-rank", str(node), "--master-addr", "127.0.0.1",
-             "--master-port", str(port)],
-            cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        nodes.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "ddpx",
+                    "recipe",
+                    TINY,
+                    "--nnodes",
+                    "2",
+                    "--nproc",
+                    "1",
+                    "--tracking-uri",
+                    tracking_uri,
+                    "--experiment",
+                    experiment,
+                    "--node-rank",
+                    str(node),
+                    "--master-addr",
+                    "127.0.0.1",
+                    "--master-port",
+                    str(port),
+                ],
+                cwd=workdir,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     outputs = [node.communicate(timeout=240) for node in nodes]
     assert [node.returncode for node in nodes] == [0, 0], outputs
     _, run = one_run(tracking_uri, experiment)  # created by global rank 0 only
@@ -163,7 +249,6 @@ def test_ranks_space_their_stop_checks_alike_and_stop_at_the_same_step(tmp_path)
     import json
 
     import torch.multiprocessing as mp
-
     from stop_agreement import agree_on_a_stop  # a light module: each spawned process imports it
 
     mp.spawn(agree_on_a_stop, args=(free_port(), str(tmp_path)), nprocs=2)

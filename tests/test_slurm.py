@@ -9,9 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
-from mlflow.tracking import MlflowClient
-
 from conftest import TEST_PLUGINS, TEST_RECIPES
+from mlflow.tracking import MlflowClient
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 
@@ -23,8 +22,10 @@ def cluster_ready() -> bool:
     return out.returncode == 0 and any(state in out.stdout for state in ("idle", "mix", "alloc"))
 
 
-needs_cluster = pytest.mark.skipif(not cluster_ready(), reason="no Slurm cluster: run `.ci/slurm-cluster up DIR` and "
-                                   "export SLURM_CONF=DIR/slurm.conf (CI does)")
+needs_cluster = pytest.mark.skipif(
+    not cluster_ready(),
+    reason="no Slurm cluster: run `.ci/slurm-cluster up DIR` and export SLURM_CONF=DIR/slurm.conf (CI does)",
+)
 
 
 def only_run(uri, experiment):
@@ -45,12 +46,36 @@ def wait_for_job(job_id: str, timeout: float = 240) -> str:
 
 
 def test_dry_run_prints_the_sbatch_script_and_submits_nothing(run_ddpx):
-    result = run_ddpx("recipe", TINY, "--launcher", "slurm", "--nnodes", "2", "--nproc", "3", "--partition", "gpu",
-                      "--time", "01:00:00", "--account", "lab", "--sbatch-arg=--qos=high", "--dry-run")
+    result = run_ddpx(
+        "recipe",
+        TINY,
+        "--launcher",
+        "slurm",
+        "--nnodes",
+        "2",
+        "--nproc",
+        "3",
+        "--partition",
+        "gpu",
+        "--time",
+        "01:00:00",
+        "--account",
+        "lab",
+        "--sbatch-arg=--qos=high",
+        "--dry-run",
+    )
     assert result.returncode == 0, result.output
-    for line in ("#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=3", "#SBATCH --partition=gpu", "#SBATCH --time=01:00:00",
-                 "#SBATCH --account=lab", "#SBATCH --qos=high", "#SBATCH --signal=USR1@90", "#SBATCH --requeue",
-                 "-m ddpx.plugins.launchers.slurm_task"):
+    for line in (
+        "#SBATCH --nodes=2",
+        "#SBATCH --ntasks-per-node=3",
+        "#SBATCH --partition=gpu",
+        "#SBATCH --time=01:00:00",
+        "#SBATCH --account=lab",
+        "#SBATCH --qos=high",
+        "#SBATCH --signal=USR1@90",
+        "#SBATCH --requeue",
+        "-m ddpx.plugins.launchers.slurm_task",
+    ):
         assert line in result.stdout
     (run_dir,) = result.run_dirs()
     assert (run_dir / "slurm.sbatch").is_file() and not (run_dir / "slurm-job-id").exists()
@@ -63,15 +88,31 @@ def scontrol_usable() -> bool:
     return subprocess.run(["scontrol", "show", "hostnames", "localhost"], capture_output=True).returncode == 0
 
 
-@pytest.mark.skipif(not scontrol_usable(), reason="no configured scontrol: run `.ci/slurm-cluster up DIR` and "
-                    "export SLURM_CONF=DIR/slurm.conf (CI does)")
+@pytest.mark.skipif(
+    not scontrol_usable(),
+    reason="no configured scontrol: run `.ci/slurm-cluster up DIR` and export SLURM_CONF=DIR/slurm.conf (CI does)",
+)
 def test_ranks_take_their_place_from_slurm_variables():
     from ddpx.plugins.launchers.slurm_task import master_port, rank_environment
 
-    env = rank_environment({"SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1", "SLURM_JOB_NUM_NODES": "2",
-                            "SLURM_JOB_NODELIST": "localhost", "SLURM_JOB_ID": "123456"})
-    assert env == {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
-                   "MASTER_ADDR": "localhost", "MASTER_PORT": "23456"}
+    env = rank_environment(
+        {
+            "SLURM_PROCID": "3",
+            "SLURM_NTASKS": "4",
+            "SLURM_LOCALID": "1",
+            "SLURM_JOB_NUM_NODES": "2",
+            "SLURM_JOB_NODELIST": "localhost",
+            "SLURM_JOB_ID": "123456",
+        }
+    )
+    assert env == {
+        "RANK": "3",
+        "WORLD_SIZE": "4",
+        "LOCAL_RANK": "1",
+        "LOCAL_WORLD_SIZE": "2",
+        "MASTER_ADDR": "localhost",
+        "MASTER_PORT": "23456",
+    }
     assert all(20000 <= master_port(str(j)) < 30000 for j in (1, 9999, 10000, 424242))
 
 
@@ -80,15 +121,33 @@ def test_ranks_take_their_place_from_slurm_variables():
 def test_a_parallel_sweep_submits_its_trials_as_slurm_jobs_at_once(run_ddpx, tracking_uri, experiment, tmp_path):
     meeting = tmp_path / "meeting"
     meeting.mkdir()
-    result = run_ddpx("sweep", TINY, "train.lr=0.05,0.1", "train.max_epochs=1", "--parallel", "2",
-                      "--launcher", "slurm", "--nproc", "1", "--wait", "--tracking-uri", tracking_uri,
-                      "--experiment", experiment, plugins=("ddpx_testplug_meet",), env={"DDPX_TEST_MEET": str(meeting)})
+    result = run_ddpx(
+        "sweep",
+        TINY,
+        "train.lr=0.05,0.1",
+        "train.max_epochs=1",
+        "--parallel",
+        "2",
+        "--launcher",
+        "slurm",
+        "--nproc",
+        "1",
+        "--wait",
+        "--tracking-uri",
+        tracking_uri,
+        "--experiment",
+        experiment,
+        plugins=("ddpx_testplug_meet",),
+        env={"DDPX_TEST_MEET": str(meeting)},
+    )
     assert result.returncode == 0, result.output
     assert "2 trial(s) on 1 rank(s) each, 2 at once, launcher slurm" in result.stdout
     assert result.stdout.count("placed by the scheduler") == 2
     client = MlflowClient(tracking_uri)
     runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
-    trials = sorted((r for r in runs if "ddpx.sweep.trial" in r.data.tags), key=lambda r: r.data.tags["ddpx.sweep.trial"])
+    trials = sorted(
+        (r for r in runs if "ddpx.sweep.trial" in r.data.tags), key=lambda r: r.data.tags["ddpx.sweep.trial"]
+    )
     assert [r.info.status for r in trials] == ["FINISHED", "FINISHED"]
     assert all(r.data.params["launcher"] == "slurm" for r in trials)
     # each job's training waited for the other's to start (ddpx_testplug_meet)
@@ -100,9 +159,21 @@ def test_a_parallel_sweep_submits_its_trials_as_slurm_jobs_at_once(run_ddpx, tra
 def test_inside_an_allocation_ranks_start_with_srun(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(TEST_PLUGINS)}
     command = f"{sys.executable} -m ddpx recipe {TINY} --launcher slurm --nproc 2 --tracking none"
-    job_id = subprocess.run(["sbatch", "--parsable", "--ntasks=2", f"--output={tmp_path}/own-%j.out",
-                             f"--chdir={tmp_path}", "--wrap", command], env=env, capture_output=True, text=True,
-                            check=True).stdout.strip()
+    job_id = subprocess.run(
+        [
+            "sbatch",
+            "--parsable",
+            "--ntasks=2",
+            f"--output={tmp_path}/own-%j.out",
+            f"--chdir={tmp_path}",
+            "--wrap",
+            command,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     state = wait_for_job(job_id)
     (log,) = tmp_path.glob("own-*.out")
     text = log.read_text()
@@ -113,8 +184,17 @@ def test_inside_an_allocation_ranks_start_with_srun(tmp_path):
 @pytest.mark.slow
 @needs_cluster
 def test_preemption_checkpoints_requeues_and_resumes_losing_nothing(run_ddpx, tmp_path, tracking_uri, experiment):
-    args = ["recipe", "mlp_synthetic", "--launcher", "slurm", "--nproc", "2", "train.max_epochs=10", "train.patience=0",
-            "dataset.train_size=6000"]
+    args = [
+        "recipe",
+        "mlp_synthetic",
+        "--launcher",
+        "slurm",
+        "--nproc",
+        "2",
+        "train.max_epochs=10",
+        "train.patience=0",
+        "dataset.train_size=6000",
+    ]
     (tmp_path / "reference").mkdir()  # the uninterrupted run, on the cluster beside the preempted one: --wait
     waiting = ThreadPoolExecutor(1).submit(run_ddpx, *args, "--wait", "--tracking", "none", cwd=tmp_path / "reference")
     while not list((tmp_path / "reference").glob("ddpx-runs/*/slurm-job-id")):

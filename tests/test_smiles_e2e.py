@@ -5,13 +5,13 @@ import os
 from pathlib import Path
 
 import pytest
-from sklearn.metrics import roc_auc_score
-
 from conftest import TESTS
+from real_data import BBBP, needs_bbbp
+from sklearn.metrics import roc_auc_score
+from smiles_files import write_smiles_csv
+
 from ddpx.plugins.smiles.csv_table import read_smiles_csv
 from ddpx.plugins.smiles.predict import SmilesPredictor
-from real_data import BBBP, needs_bbbp
-from smiles_files import write_smiles_csv
 
 # A one-layer model learns the test files' chlorine rule in a few epochs at a third of the
 # recipe model's cost; only the real-BBBP test below needs more.
@@ -28,16 +28,34 @@ def molecules(tmp_path) -> Path:
 def test_bad_rows_are_reported_once_and_skipped(run_ddpx, ddpx_here, tmp_path):
     """On a user's own classification file (task smiles_csv), with a GRU."""
     path = write_smiles_csv(tmp_path / "bad.csv", n=240, extra_rows="241,empty,1,\r\n242,odd,1,CC X\r\n")
-    result = run_ddpx("recipe", "smiles_csv_rnn", "--nproc", "1", "--tracking", "none", f"dataset.path={path}",
-                      "dataset.label_column=p_np", "train.max_epochs=1", "model.cell=gru", *SMALL)
+    result = run_ddpx(
+        "recipe",
+        "smiles_csv_rnn",
+        "--nproc",
+        "1",
+        "--tracking",
+        "none",
+        f"dataset.path={path}",
+        "dataset.label_column=p_np",
+        "train.max_epochs=1",
+        "model.cell=gru",
+        *SMALL,
+    )
     assert result.returncode == 0, result.output
     assert result.summary()["metric"] == "roc_auc"
     gru = SmilesPredictor.from_checkpoint(result.run_dirs()[0] / "checkpoints" / "best.pt").model.rnn
     assert type(gru).__name__ == "GRU"
     assert result.stdout.count("skipped 2 bad row(s)") == 1
     assert "an empty SMILES (line 242)" in result.stdout and "cannot represent (line 243)" in result.stdout
-    strict = ddpx_here("recipe", "smiles_csv_rnn", "--tracking", "none", f"dataset.path={path}",
-                      "dataset.label_column=p_np", "dataset.strict=true")
+    strict = ddpx_here(
+        "recipe",
+        "smiles_csv_rnn",
+        "--tracking",
+        "none",
+        f"dataset.path={path}",
+        "dataset.label_column=p_np",
+        "dataset.strict=true",
+    )
     assert strict.returncode == 2 and strict.stderr.count("has bad rows") == 1 and "Traceback" not in strict.output
     assert strict.run_dirs() == result.run_dirs()  # refused before launch: no new run folder
 
@@ -68,8 +86,15 @@ def test_scaffold_split_canonical_and_enumerated_smiles_in_length_buckets_score_
     from ddpx.plugins.smiles.splits import scaffold_split
 
     # bbbp_rnn_enum: scaffold split, enumerated SMILES, length buckets; fewer forms and epochs here
-    result = job_here("bbbp_rnn_enum", f"dataset.path={molecules}", "dataset.canonicalize=true", "dataset.enumerate=3",
-                      "dataset.eval_enumerate=2", "train.max_epochs=2", *SMALL)
+    result = job_here(
+        "bbbp_rnn_enum",
+        f"dataset.path={molecules}",
+        "dataset.canonicalize=true",
+        "dataset.enumerate=3",
+        "dataset.eval_enumerate=2",
+        "train.max_epochs=2",
+        *SMALL,
+    )
     predictor = SmilesPredictor.from_checkpoint(result.run_dirs()[0] / "checkpoints" / "best.pt")
     table = read_smiles_csv(molecules, "smiles", "p_np", strict=False, canonical=canonicalizer())  # as the run read it
     _, _, heldout = scaffold_split(table.smiles, 0.1, 1 / 9)
@@ -88,9 +113,22 @@ def test_scaffold_split_canonical_and_enumerated_smiles_in_length_buckets_score_
 def test_real_bbbp_reaches_a_roc_auc_a_broken_pipeline_cannot(run_ddpx):
     # the pipeline on the real file with a one-layer model (held-out ROC-AUC about 0.93 after 3
     # epochs); the recipe's own model and numbers are measured by benchmarks/moleculenet_quality.py
-    result = run_ddpx("recipe", "bbbp_rnn", "--launcher", "torchrun", "--nproc", "2", "--tracking", "none",
-                      f"dataset.path={BBBP}", "train.max_epochs=3", "model.num_layers=1", "model.d_model=64",
-                      "model.embedding_dim=64", timeout=600)
+    result = run_ddpx(
+        "recipe",
+        "bbbp_rnn",
+        "--launcher",
+        "torchrun",
+        "--nproc",
+        "2",
+        "--tracking",
+        "none",
+        f"dataset.path={BBBP}",
+        "train.max_epochs=3",
+        "model.num_layers=1",
+        "model.d_model=64",
+        "model.embedding_dim=64",
+        timeout=600,
+    )
     assert result.returncode == 0, result.output
     summary = result.summary()
     assert summary["heldout_samples"] == 205  # 10 % of 2050, every molecule scored once

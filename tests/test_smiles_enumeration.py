@@ -52,15 +52,21 @@ def test_averaged_predictions_are_the_mean_probability_of_each_molecules_smiles(
     model = SmilesRNN(len(vocabulary), embedding_dim=8, d_model=8, num_layers=1).eval()
     with torch.no_grad():
         averaged = torch.sigmoid(model(inputs))
-        one_by_one = [torch.sigmoid(model(collate([(seq, torch.tensor(0.0))])[0])).item()
-                      for molecule in data.ways for seq in molecule]
+        one_by_one = [
+            torch.sigmoid(model(collate([(seq, torch.tensor(0.0))])[0])).item()
+            for molecule in data.ways
+            for seq in molecule
+        ]
     expected = torch.tensor(one_by_one).reshape(4, 3).mean(dim=1)
     assert torch.allclose(averaged, expected, atol=1e-6)
 
 
 def padding(lengths, order, batch=16):
-    return sum(max(lengths[i] for i in order[s:s + batch]) * len(order[s:s + batch]) - sum(lengths[i] for i in
-               order[s:s + batch]) for s in range(0, len(order), batch))
+    return sum(
+        max(lengths[i] for i in order[s : s + batch]) * len(order[s : s + batch])
+        - sum(lengths[i] for i in order[s : s + batch])
+        for s in range(0, len(order), batch)
+    )
 
 
 def test_length_buckets_give_every_rank_an_equal_share_with_far_less_padding():
@@ -69,7 +75,7 @@ def test_length_buckets_give_every_rank_an_equal_share_with_far_less_padding():
     samplers = [LengthBucketedSampler(lengths, rank=r, world_size=3, seed=4) for r in range(3)]
     orders = [list(s) for s in samplers]
     assert [len(o) for o in orders] == [len(s) for s in samplers] == [334] * 3
-    assert set(sum(orders, [])) == set(range(1001))  # every sample; two repeated to even the shares
+    assert {i for order in orders for i in order} == set(range(1001))  # every sample; two repeated to even the shares
     plain = [list(DistributedSampler(range(1001), num_replicas=3, rank=r, seed=4)) for r in range(3)]
     assert sum(padding(lengths, o) for o in orders) * 3 < sum(padding(lengths, o) for o in plain)
     again = LengthBucketedSampler(lengths, rank=0, world_size=3, seed=4)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 from sklearn.metrics import roc_auc_score
+from smiles_files import LABELS, write_multilabel_csv
 
 from ddpx.api import UserError
 from ddpx.contract.specs import MetricSpec
@@ -16,7 +17,6 @@ from ddpx.plugins.smiles.data import log_one_class_labels
 from ddpx.plugins.smiles.splits import scaffold_split
 from ddpx.rank.evaluation import Predictions, per_label_metrics
 from ddpx.rank.losses import loss_function
-from smiles_files import LABELS, write_multilabel_csv
 
 
 def test_a_gzipped_file_with_missing_cells_reads_as_labels_with_nan(tmp_path):
@@ -35,7 +35,9 @@ def test_bad_cells_rows_without_labels_and_empty_columns(tmp_path):
     assert len(table.labels) == 2 and table.smiles == ["CCCl", "CCN"]
     assert "a label that is not 0/1 or empty in 'has, Br' (line 3)" in table.skipped_report()
     assert "no label in any label column (line 4)" in table.skipped_report()
-    with pytest.raises(UserError, match="label column 'rare' of .* holds no label .*remove it from dataset.label_columns"):
+    with pytest.raises(
+        UserError, match="label column 'rare' of .* holds no label .*remove it from dataset.label_columns"
+    ):
         read_smiles_csv(_without_rare_labels(tmp_path), "smiles", LABELS, strict=False)
     with pytest.raises(UserError, match="has no column 'has Br'.*Set dataset.label_columns"):
         read_smiles_csv(path, "smiles", ["has Cl", "has Br"], strict=False)
@@ -53,14 +55,16 @@ def test_the_loss_learns_nothing_from_a_missing_cell():
     logits = torch.tensor([[2.0, -3.0], [0.5, 1.0], [4.0, -4.0]], requires_grad=True)
     loss = loss_fn(logits, targets)
     present = torch.nn.functional.binary_cross_entropy_with_logits(
-        torch.tensor([2.0, 0.5, 1.0]), torch.tensor([1.0, 0.0, 1.0]))
+        torch.tensor([2.0, 0.5, 1.0]), torch.tensor([1.0, 0.0, 1.0])
+    )
     assert loss.item() == pytest.approx(present.item())  # the mean over the three cells that hold a label
     loss.backward()
     missing = torch.isnan(targets)
     assert torch.all(logits.grad[missing] == 0) and torch.all(logits.grad[~missing] != 0)
     single = loss_fn(torch.tensor([0.3, -0.2]), torch.tensor([1.0, 0.0]))  # one label: as before
-    assert single.item() == pytest.approx(torch.nn.functional.binary_cross_entropy_with_logits(
-        torch.tensor([0.3, -0.2]), torch.tensor([1.0, 0.0])).item())
+    assert single.item() == pytest.approx(
+        torch.nn.functional.binary_cross_entropy_with_logits(torch.tensor([0.3, -0.2]), torch.tensor([1.0, 0.0])).item()
+    )
 
 
 def test_mean_roc_auc_ignores_missing_cells_and_labels_with_one_class():
@@ -70,8 +74,9 @@ def test_mean_roc_auc_ignores_missing_cells_and_labels_with_one_class():
     targets[::4, 0] = np.nan
     targets[:, 2] = 1.0  # one class only: left out of the mean
     targets[::7, 2] = np.nan
-    expected = np.mean([roc_auc_score(targets[~np.isnan(targets[:, j]), j], outputs[~np.isnan(targets[:, j]), j])
-                        for j in (0, 1)])
+    expected = np.mean(
+        [roc_auc_score(targets[~np.isnan(targets[:, j]), j], outputs[~np.isnan(targets[:, j]), j]) for j in (0, 1)]
+    )
     assert roc_auc(targets, outputs) == pytest.approx(expected, abs=1e-12)
     scrambled = outputs.copy()
     scrambled[np.isnan(targets)] = 1e6  # what a model says about a missing cell does not count
@@ -90,8 +95,7 @@ def test_per_label_values_have_names_a_tracker_accepts():
 
 def test_labels_a_split_cannot_score_are_named():
     nan = float("nan")
-    table = SmilesTable(labels=[(1.0, 0.0, nan), (0.0, 1.0, 1.0), (1.0, 1.0, nan), (0.0, nan, 0.0)],
-                        label_names=LABELS)
+    table = SmilesTable(labels=[(1.0, 0.0, nan), (0.0, 1.0, 1.0), (1.0, 1.0, nan), (0.0, nan, 0.0)], label_names=LABELS)
     said = []
     log_one_class_labels(table, {"dev": [0, 1, 2], "held-out": [0, 1, 2, 3]}, said.append)
     assert said == ["1 label(s) have one class (or none) in the dev split and are left out of its mean ROC-AUC: rare"]

@@ -3,14 +3,13 @@
 import itertools
 
 import pytest
+from real_data import BBBP, needs_bbbp
+from smiles_files import write_smiles_csv
 
 from ddpx.contract.errors import UserError
 from ddpx.plugins.smiles.csv_table import read_smiles_csv
 from ddpx.plugins.smiles.splits import random_split, scaffold_split
 from ddpx.plugins.smiles.tokenizer import UNK, Vocabulary, tokenize
-from real_data import BBBP, needs_bbbp
-from smiles_files import write_smiles_csv
-
 
 
 @pytest.mark.parametrize(
@@ -64,7 +63,9 @@ def test_bad_rows_are_counted_with_line_numbers_and_skipped(tmp_path):
 
 def test_missing_column_names_the_columns_and_the_key(tmp_path):
     path = write_smiles_csv(tmp_path / "mols.csv", n=10)
-    with pytest.raises(UserError, match=r"no column 'smile'\. Did you mean 'smiles'\?.*num, name, p_np, smiles.*dataset\.smiles_column"):
+    with pytest.raises(
+        UserError, match=r"no column 'smile'\. Did you mean 'smiles'\?.*num, name, p_np, smiles.*dataset\.smiles_column"
+    ):
         read_smiles_csv(path, "smile", "p_np", strict=False)
 
 
@@ -97,8 +98,20 @@ def test_scaffold_split_keeps_each_scaffold_in_one_split():
     pytest.importorskip("rdkit")
     from ddpx.plugins.smiles.chem import murcko_scaffold
 
-    smiles = ["c1ccccc1CC", "c1ccccc1CCC", "c1ccccc1O", "C1CCCCC1N", "C1CCCCC1O", "c1ccncc1C", "c1ccncc1N",
-              "c1ccoc1C", "CCCC", "CCO", "C1CCNCC1C", "c1ccsc1"] * 5
+    smiles = [
+        "c1ccccc1CC",
+        "c1ccccc1CCC",
+        "c1ccccc1O",
+        "C1CCCCC1N",
+        "C1CCCCC1O",
+        "c1ccncc1C",
+        "c1ccncc1N",
+        "c1ccoc1C",
+        "CCCC",
+        "CCO",
+        "C1CCNCC1C",
+        "c1ccsc1",
+    ] * 5
     train, dev, heldout = scaffold_split(smiles, heldout_fraction=0.2, dev_fraction=0.2)
     assert sorted([*train, *dev, *heldout]) == list(range(len(smiles)))
     where = {}

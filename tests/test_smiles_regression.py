@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from smiles_files import TARGETS, target_values, write_regression_csv, write_smiles_csv
 
 from ddpx.api import UserError
 from ddpx.plugins.smiles.csv_table import read_smiles_csv
@@ -17,7 +18,6 @@ from ddpx.plugins.smiles.params import smiles_params
 from ddpx.plugins.smiles.scaling import Unscale, fit_scaler, standardised
 from ddpx.plugins.smiles.splits import random_split
 from ddpx.records.model_export import load_model
-from smiles_files import TARGETS, target_values, write_regression_csv, write_smiles_csv
 
 SMALL = ["model.num_layers=1", "model.d_model=32", "model.embedding_dim=32", "train.lr=0.01", "train.patience=0"]
 TWO_TARGETS = 'dataset.label_columns=["log S", "melting, point"]'
@@ -53,12 +53,18 @@ def test_regression_file_reads_numbers_with_gaps(tmp_path):
 
 def test_wrong_declarations_are_refused_before_launch(tmp_path):
     regression = write_regression_csv(tmp_path / "measured.csv", n=30, targets=["log S"])
-    with pytest.raises(UserError, match=r"numbers other than 0 and 1 .*"
-                                        r"dataset.task_type=regression"):
+    with pytest.raises(
+        UserError,
+        match=r"numbers other than 0 and 1 .*"
+        r"dataset.task_type=regression",
+    ):
         _check(own_params(regression, label_column="log S"))
     classes = write_smiles_csv(tmp_path / "classes.csv", n=30)
-    with pytest.raises(UserError, match=r"task_type=regression, but column 'p_np' .* only 0 and 1.*"
-                                        r"Set dataset.task_type=classification"):
+    with pytest.raises(
+        UserError,
+        match=r"task_type=regression, but column 'p_np' .* only 0 and 1.*"
+        r"Set dataset.task_type=classification",
+    ):
         _check(own_params(classes, label_column="p_np", task_type="regression"))
     with pytest.raises(UserError, match="needs the column"):
         _check(own_params(classes))
@@ -81,16 +87,24 @@ def heldout_rmse_here(path, model_folder) -> tuple[float, np.ndarray, list[str]]
     answers = predict_table(model, info, pd.DataFrame({"smiles": smiles}))
     predicted = answers[[f"prediction_{t}" for t in TARGETS]].to_numpy()
     targets = np.array([table.labels[i] for i in heldout])
-    per_target = [math.sqrt(np.mean((predicted[~np.isnan(targets[:, j]), j] - targets[~np.isnan(targets[:, j]), j]) ** 2))
-                  for j in range(2)]
+    per_target = [
+        math.sqrt(np.mean((predicted[~np.isnan(targets[:, j]), j] - targets[~np.isnan(targets[:, j]), j]) ** 2))
+        for j in range(2)
+    ]
     return float(np.mean(per_target)), predicted, smiles
 
 
 @pytest.mark.slow
 def test_own_csv_regression_on_2_ranks_is_exact_and_answers_in_file_units(job_here, ddpx_here, tmp_path):
     path = write_regression_csv(tmp_path / "mols.csv", n=120)
-    trained = job_here("smiles_csv_rnn", f"dataset.path={path}", TWO_TARGETS, "dataset.task_type=regression",
-                       "train.max_epochs=3", *SMALL)
+    trained = job_here(
+        "smiles_csv_rnn",
+        f"dataset.path={path}",
+        TWO_TARGETS,
+        "dataset.task_type=regression",
+        "train.max_epochs=3",
+        *SMALL,
+    )
     summary, run_dir = trained.summary(), trained.run_dirs()[0]
     assert summary["metric"] == "rmse" and summary["greater_is_better"] is False
     expected, predicted, smiles = heldout_rmse_here(path, run_dir / "model")
@@ -107,14 +121,20 @@ def test_own_csv_regression_on_2_ranks_is_exact_and_answers_in_file_units(job_he
 
 
 def test_regression_moleculenet_tasks_read_their_published_columns(tmp_path):
+    from real_data import SHARED_DATA
+
     from ddpx.config.recipe import resolve_recipe
     from ddpx.plugin_host.registry import load_registry
-    from real_data import SHARED_DATA
 
     registry = load_registry()
     sampl = tmp_path / "SAMPL.csv"  # FreeSolv's published columns: iupac,smiles,expt,calc
-    sampl.write_text("iupac,smiles,expt,calc\n" + "".join(
-        f"molecule {i},{'C' * (i % 5 + 1)}O,{-1.5 - 0.3 * (i % 5):.2f},{-1.4 - 0.3 * (i % 5):.2f}\n" for i in range(40)))
+    sampl.write_text(
+        "iupac,smiles,expt,calc\n"
+        + "".join(
+            f"molecule {i},{'C' * (i % 5 + 1)}O,{-1.5 - 0.3 * (i % 5):.2f},{-1.4 - 0.3 * (i % 5):.2f}\n"
+            for i in range(40)
+        )
+    )
     recipe = resolve_recipe(registry, "freesolv_rnn", [f"dataset.path={sampl}"])
     assert (recipe.task.loss, recipe.task.metric) == ("mse", "rmse")
     recipe.task.check(recipe.config["dataset"])

@@ -21,15 +21,19 @@ def steps(profiler: StepProfiler, n: int, close: bool = True) -> None:
 def test_a_run_that_ends_before_the_trace_begins_says_so_and_writes_nothing(tmp_path):
     said = []
     steps(StepProfiler(3, torch.device("cpu"), tmp_path / "profile", said.append), SKIPPED_STEPS + WARMUP_STEPS - 1)
-    assert said == ["no profile: training ended after 6 step(s), before the trace began (it starts after 7); "
-                    "train longer or use more data"]
+    assert said == [
+        "no profile: training ended after 6 step(s), before the trace began (it starts after 7); "
+        "train longer or use more data"
+    ]
     assert not (tmp_path / "profile").exists()
 
 
 def test_a_run_that_ends_inside_the_trace_keeps_the_steps_it_traced(tmp_path):
     said, kept = [], []
-    steps(StepProfiler(5, torch.device("cpu"), tmp_path / "profile", said.append, kept.append),
-          SKIPPED_STEPS + WARMUP_STEPS + 2)
+    steps(
+        StepProfiler(5, torch.device("cpu"), tmp_path / "profile", said.append, kept.append),
+        SKIPPED_STEPS + WARMUP_STEPS + 2,
+    )
     ops = (tmp_path / "profile" / "ops.txt").read_text()
     assert ops.startswith("2 training steps traced on rank 0 after 7; per step: ") and "aten::addmm" in ops
     assert kept == [tmp_path / "profile" / "trace.json", tmp_path / "profile" / "ops.txt"]
@@ -52,8 +56,10 @@ def test_an_epoch_that_ends_during_the_warm_up_leaves_the_trace_to_the_next_and_
     profiler.epoch_ended()  # inside the trace: it stops before the dev evaluation, with the steps it holds
     assert (tmp_path / "profile" / "ops.txt").read_text().startswith("2 training steps traced")
     profiler.close()
-    assert said == [f"profile of 2 training steps: {tmp_path / 'profile' / 'trace.json'} (open in "
-                    f"https://ui.perfetto.dev) and {tmp_path / 'profile' / 'ops.txt'}"]
+    assert said == [
+        f"profile of 2 training steps: {tmp_path / 'profile' / 'trace.json'} (open in "
+        f"https://ui.perfetto.dev) and {tmp_path / 'profile' / 'ops.txt'}"
+    ]
 
 
 def test_training_that_raised_writes_and_says_nothing(tmp_path):

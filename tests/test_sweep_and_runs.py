@@ -2,20 +2,27 @@
 
 import json
 
-from mlflow.tracking import MlflowClient
-
+import pytest
 from conftest import TEST_RECIPES
+from mlflow.tracking import MlflowClient
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 
-import pytest
-
 
 def test_dry_run_lists_the_grid_and_starts_nothing(run_ddpx):
-    result = run_ddpx("sweep", TINY, "train.lr=0.05,0.1,0.2", "model.dim_hidden=16,32", "train.max_epochs=1",
-                      "--dry-run", fresh_store=True)
+    result = run_ddpx(
+        "sweep",
+        TINY,
+        "train.lr=0.05,0.1,0.2",
+        "model.dim_hidden=16,32",
+        "train.max_epochs=1",
+        "--dry-run",
+        fresh_store=True,
+    )
     assert result.returncode == 0, result.output
-    assert "6 trial(s), nothing started" in result.stdout and "every trial also sets: train.max_epochs=1" in result.stdout
+    assert (
+        "6 trial(s), nothing started" in result.stdout and "every trial also sets: train.max_epochs=1" in result.stdout
+    )
     lines = [line for line in result.stdout.splitlines() if line.startswith("│")]
     assert len(lines) == 6 and "0.2" in lines[-1] and "32" in lines[-1]
     assert result.run_dirs() == [] and not (result.cwd / "mlflow.db").exists()
@@ -31,9 +38,19 @@ def test_a_bad_value_in_any_trial_is_an_error_before_anything_starts(ddpx_here):
 
 @pytest.mark.slow
 def test_a_failed_trial_is_marked_failed_and_the_sweep_goes_on(run_ddpx, ddpx_here, tracking_uri, experiment):
-    result = run_ddpx("sweep", TINY, "task=failing_on_rank1,mlp_synthetic", "train.max_epochs=1",
-                      "--tracking-uri", tracking_uri, "--experiment", experiment, "--no-system-metrics",
-                      plugins=("ddpx_testplug_failing",), env={"DDPX_SYSTEM_METRICS": "true"})  # the flag wins
+    result = run_ddpx(
+        "sweep",
+        TINY,
+        "task=failing_on_rank1,mlp_synthetic",
+        "train.max_epochs=1",
+        "--tracking-uri",
+        tracking_uri,
+        "--experiment",
+        experiment,
+        "--no-system-metrics",
+        plugins=("ddpx_testplug_failing",),
+        env={"DDPX_SYSTEM_METRICS": "true"},
+    )  # the flag wins
     assert result.returncode == 1, result.output
     assert "1 of 2 trial(s) failed: trial 1 (task=failing_on_rank1)" in result.stderr
     assert "done trial 2" in result.stdout and "Traceback" not in result.stdout
@@ -55,8 +72,20 @@ def test_a_failed_trial_is_marked_failed_and_the_sweep_goes_on(run_ddpx, ddpx_he
     assert listed.returncode == 0, listed.output
     rows = json.loads(listed.stdout)["runs"]
     assert sorted(r["sweep"] for r in rows) == ["parent", "trial 1", "trial 2"]
-    table = ddpx_here("runs", "--tracking-uri", tracking_uri, "--experiment", experiment, "--recipe", "tiny_mlp",
-                     "--sort", "heldout_accuracy", "--ascending", "--limit", "2")
+    table = ddpx_here(
+        "runs",
+        "--tracking-uri",
+        tracking_uri,
+        "--experiment",
+        experiment,
+        "--recipe",
+        "tiny_mlp",
+        "--sort",
+        "heldout_accuracy",
+        "--ascending",
+        "--limit",
+        "2",
+    )
     assert table.returncode == 0 and "mlflow ui --backend-store-uri" in table.stdout
     shown = [line for line in table.stdout.splitlines() if line.startswith("│")]
     assert len(shown) == 2  # --limit
@@ -76,16 +105,35 @@ def test_runs_explains_a_missing_store_experiment_or_metric(ddpx_here, tmp_path,
 
 
 @pytest.mark.slow
-def test_an_optuna_search_prunes_a_poor_trial_on_every_rank_and_nests_its_trials(run_ddpx, ddpx_here, tracking_uri, experiment,
-                                                                                  tmp_path):
+def test_an_optuna_search_prunes_a_poor_trial_on_every_rank_and_nests_its_trials(
+    run_ddpx, ddpx_here, tracking_uri, experiment, tmp_path
+):
     import optuna
 
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     # lr 1e-4 barely moves in 2 epochs, lr 0.1 learns. Seed 0 draws 1e-4, 0.1, 1e-4, 1e-4; once two trials have
     # finished, the median pruner stops a trial behind their median at an epoch: trials 3 and 4, after epoch 1
-    result = run_ddpx("sweep", TINY, "train.lr=choice(0.1,0.0001)", "train.max_epochs=2", "--search", "optuna",
-                      "--trials", "4", "--sampler", "random", "--search-seed", "0", "--study-storage", storage,
-                      "--tracking-uri", tracking_uri, "--experiment", experiment, timeout=300)
+    result = run_ddpx(
+        "sweep",
+        TINY,
+        "train.lr=choice(0.1,0.0001)",
+        "train.max_epochs=2",
+        "--search",
+        "optuna",
+        "--trials",
+        "4",
+        "--sampler",
+        "random",
+        "--search-seed",
+        "0",
+        "--study-storage",
+        storage,
+        "--tracking-uri",
+        tracking_uri,
+        "--experiment",
+        experiment,
+        timeout=300,
+    )
     assert result.returncode == 0, result.output
     (summary,) = optuna.get_all_study_summaries(storage)
     study = optuna.load_study(study_name=summary.study_name, storage=storage)
@@ -98,7 +146,9 @@ def test_an_optuna_search_prunes_a_poor_trial_on_every_rank_and_nests_its_trials
     runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
     by_trial = {r.data.tags.get("ddpx.sweep.trial"): r for r in runs}
     parent = by_trial.pop(None)
-    assert parent.data.params["sweep.search"] == "optuna" and parent.data.params["sweep.train.lr"] == "choice(0.1,0.0001)"
+    assert (
+        parent.data.params["sweep.search"] == "optuna" and parent.data.params["sweep.train.lr"] == "choice(0.1,0.0001)"
+    )
     assert parent.data.tags["ddpx.best.train.lr"] == "0.1" and parent.info.status == "FINISHED"
     assert parent.data.metrics["trials_pruned"] == states.count("PRUNED")
     pictures = {a.path for a in client.list_artifacts(parent.info.run_id, "search")}
@@ -132,9 +182,33 @@ def test_a_search_stopped_mid_trial_resumes_and_ends_with_its_trials(tmp_path, t
     import optuna
 
     storage = f"sqlite:///{tmp_path / 'study.db'}"
-    args = [sys.executable, "-m", "ddpx", "sweep", TINY, "train.lr=loguniform(0.01,0.3)", "train.max_epochs=2",
-            "--search", "optuna", "--trials", "3", "--sampler", "random", "--search-seed", "1", "--pruner", "none",
-            "--nproc", "1", "--study-storage", storage, "--tracking-uri", tracking_uri, "--experiment", experiment]
+    args = [
+        sys.executable,
+        "-m",
+        "ddpx",
+        "sweep",
+        TINY,
+        "train.lr=loguniform(0.01,0.3)",
+        "train.max_epochs=2",
+        "--search",
+        "optuna",
+        "--trials",
+        "3",
+        "--sampler",
+        "random",
+        "--search-seed",
+        "1",
+        "--pruner",
+        "none",
+        "--nproc",
+        "1",
+        "--study-storage",
+        storage,
+        "--tracking-uri",
+        tracking_uri,
+        "--experiment",
+        experiment,
+    ]
     env = {**os.environ, "DDPX_LOG_MODEL": "false", "DDPX_SYSTEM_METRICS": "false"}
     first = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     trial_one_done = False

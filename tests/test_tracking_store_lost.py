@@ -9,9 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from mlflow.tracking import MlflowClient
-
 from conftest import TEST_PLUGINS, TEST_RECIPES, copy_of_new_store, store_template
+from mlflow.tracking import MlflowClient
 from mlflow_server import mlflow_server
 
 pytestmark = pytest.mark.slow  # starts ranks and MLflow servers
@@ -22,13 +21,25 @@ TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 def train_while_the_server_dies(uri, workdir):
     """Train 3 epochs; after epoch 1 (logged) the server is SIGKILLed. Returns the finished job."""
     go_on = workdir / "go-on"
-    env = {**os.environ, "PYTHONPATH": str(TEST_PLUGINS), "DDPX_PLUGINS": "ddpx_testplug_pause",
-           "DDPX_TEST_PAUSE_AFTER": "1", "DDPX_TEST_GO_ON": str(go_on), "DDPX_SYSTEM_METRICS": "false",
-           "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "0", "DDPX_LOG_MODEL": "false"}  # less waiting
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(TEST_PLUGINS),
+        "DDPX_PLUGINS": "ddpx_testplug_pause",
+        "DDPX_TEST_PAUSE_AFTER": "1",
+        "DDPX_TEST_GO_ON": str(go_on),
+        "DDPX_SYSTEM_METRICS": "false",
+        "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "0",
+        "DDPX_LOG_MODEL": "false",
+    }  # less waiting
     env.pop("MLFLOW_TRACKING_URI", None)
-    job = subprocess.Popen([sys.executable, "-m", "ddpx", "recipe", TINY, "--nproc", "1", "--tracking-uri", uri,
-                            "train.max_epochs=3"], cwd=workdir, env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+    job = subprocess.Popen(
+        [sys.executable, "-m", "ddpx", "recipe", TINY, "--nproc", "1", "--tracking-uri", uri, "train.max_epochs=3"],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     for line in job.stdout:
         if "paused after epoch 1" in line:
             break
@@ -39,8 +50,9 @@ def train_while_the_server_dies(uri, workdir):
     return subprocess.CompletedProcess(job.args, job.returncode, stdout, stderr)
 
 
-def test_a_server_killed_mid_run_loses_nothing_and_upload_finishes_the_same_run(run_ddpx, ddpx_here, tmp_path,
-                                                                                    tmp_path_factory):
+def test_a_server_killed_mid_run_loses_nothing_and_upload_finishes_the_same_run(
+    run_ddpx, ddpx_here, tmp_path, tmp_path_factory
+):
     server_home, workdir = tmp_path / "server", tmp_path / "work"
     server_home.mkdir(), workdir.mkdir()
     with mlflow_server(server_home) as uri:
@@ -74,7 +86,10 @@ def test_a_server_killed_mid_run_loses_nothing_and_upload_finishes_the_same_run(
     (copy,) = client.search_runs([client.get_experiment_by_name("tiny_mlp").experiment_id])
     assert copy.info.status == "FINISHED" and copy.data.params["train.lr"] == "0.1"
     assert [m.step for m in client.get_metric_history(copy.info.run_id, "dev_accuracy")] == [1, 2, 3]
-    assert {a.path for a in client.list_artifacts(copy.info.run_id)} >= {"recipe.toml", "heldout_confusion_matrix.png",
-                                                                        "model"}
+    assert {a.path for a in client.list_artifacts(copy.info.run_id)} >= {
+        "recipe.toml",
+        "heldout_confusion_matrix.png",
+        "model",
+    }
     missing = ddpx_here("upload", str(tmp_path / "nowhere"), "--tracking-uri", fresh)
     assert missing.returncode == 2 and "is not a finished ddpx run folder" in missing.stderr

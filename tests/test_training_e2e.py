@@ -5,9 +5,9 @@ import subprocess
 
 import pytest
 import torch
+from conftest import TEST_RECIPES, orphans
 from mlflow.tracking import MlflowClient
 
-from conftest import TEST_RECIPES, orphans
 from ddpx.launch.cpu_threads import cpu_share
 
 pytestmark = pytest.mark.slow  # every test here starts ranks
@@ -25,8 +25,17 @@ def only_run(uri, experiment):
 
 @pytest.mark.parametrize("launcher, nproc", [("spawn", None), ("torchrun", 3)])  # 3 ranks: an uneven world
 def test_launchers_run_the_job_and_log_one_mlflow_run(run_ddpx, tracking_uri, experiment, launcher, nproc, tmp_path):
-    args = ["recipe", TINY, "--launcher", launcher, "--tracking-uri", tracking_uri, "--experiment", experiment,
-            "train.lr=0.05"]
+    args = [
+        "recipe",
+        TINY,
+        "--launcher",
+        launcher,
+        "--tracking-uri",
+        tracking_uri,
+        "--experiment",
+        experiment,
+        "train.lr=0.05",
+    ]
     if nproc:
         args += ["--nproc", str(nproc)]
     temp = tmp_path / "temp"
@@ -44,7 +53,12 @@ def test_launchers_run_the_job_and_log_one_mlflow_run(run_ddpx, tracking_uri, ex
     params = run.data.params
     assert params["train.lr"] == "0.05" and params["train.batch_size"] == "32" and params["model.name"] == "mlp"
     assert params["dataset.n_classes"] == "8" and params["task"] == "mlp_synthetic"
-    assert (params["launcher"], params["world_size"], params["backend"], params["device"]) == (launcher, str(world), "gloo", "cpu")
+    assert (params["launcher"], params["world_size"], params["backend"], params["device"]) == (
+        launcher,
+        str(world),
+        "gloo",
+        "cpu",
+    )
     assert params["global_batch_size"] == str(32 * world) and params["precision"] == "fp32"
     tags = run.data.tags
     assert tags["ddpx.recipe"] == "tiny_mlp" and tags["ddpx.version"] and "ddpx==" in tags["ddpx.plugins"]
@@ -59,7 +73,11 @@ def test_launchers_run_the_job_and_log_one_mlflow_run(run_ddpx, tracking_uri, ex
     assert 0.5 < metrics["heldout_accuracy"] <= 1.0 and metrics["heldout_loss"] > 0
     assert metrics["heldout_samples"] == 301 and 1 <= metrics["best_epoch"] <= 3
     assert sorted(a.path for a in client.list_artifacts(run.info.run_id)) == [
-        "heldout_confusion_matrix.png", "heldout_predictions.csv", "model", "recipe.toml"]
+        "heldout_confusion_matrix.png",
+        "heldout_predictions.csv",
+        "model",
+        "recipe.toml",
+    ]
 
     summary = result.summary()
     assert summary["run_id"] == run.info.run_id
@@ -80,8 +98,18 @@ def test_launchers_run_the_job_and_log_one_mlflow_run(run_ddpx, tracking_uri, ex
 
 
 def test_time_phases_says_where_each_training_epoch_goes(run_ddpx, tracking_uri, experiment):
-    result = run_ddpx("recipe", TINY, "--nproc", "2", "--tracking-uri", tracking_uri, "--experiment", experiment,
-                      "train.time_phases=true", "train.accumulate=2")
+    result = run_ddpx(
+        "recipe",
+        TINY,
+        "--nproc",
+        "2",
+        "--tracking-uri",
+        tracking_uri,
+        "--experiment",
+        experiment,
+        "train.time_phases=true",
+        "train.accumulate=2",
+    )
     assert result.returncode == 0, result.output
     client, run = only_run(tracking_uri, experiment)
     phases = ("batch_s", "forward_s", "backward_s", "optimizer_s")
@@ -98,8 +126,17 @@ def test_time_phases_says_where_each_training_epoch_goes(run_ddpx, tracking_uri,
 
 
 def test_profile_steps_traces_rank_0s_steps_into_the_run_folder_and_mlflow(run_ddpx, tracking_uri, experiment):
-    result = run_ddpx("recipe", TINY, "--nproc", "2", "--tracking-uri", tracking_uri, "--experiment", experiment,
-                      "train.profile_steps=3")
+    result = run_ddpx(
+        "recipe",
+        TINY,
+        "--nproc",
+        "2",
+        "--tracking-uri",
+        tracking_uri,
+        "--experiment",
+        experiment,
+        "train.profile_steps=3",
+    )
     assert result.returncode == 0, result.output
     folder = result.run_dirs()[0] / "profile"
     trace = json.loads((folder / "trace.json").read_text())
@@ -113,7 +150,9 @@ def test_profile_steps_traces_rank_0s_steps_into_the_run_folder_and_mlflow(run_d
     assert result.stdout.count("profile of") == 1, "rank 0 alone profiles"
     client, run = only_run(tracking_uri, experiment)
     assert sorted(a.path for a in client.list_artifacts(run.info.run_id, "profile")) == [
-        "profile/ops.txt", "profile/trace.json"]
+        "profile/ops.txt",
+        "profile/trace.json",
+    ]
 
 
 def test_default_recipe_gets_close_to_its_ceiling_in_the_default_store(run_ddpx, tmp_path):
@@ -124,7 +163,9 @@ def test_default_recipe_gets_close_to_its_ceiling_in_the_default_store(run_ddpx,
     (tmp_path / "notes.txt").write_text("an experiment folder under git\n")
     subprocess.run([*git, "-C", str(tmp_path), "add", "notes.txt"], check=True)
     subprocess.run([*git, "-C", str(tmp_path), "commit", "-qm", "start"], check=True)
-    head = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "-C", str(tmp_path), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
 
     result = run_ddpx("recipe", "mlp_synthetic", "train.max_epochs=4", fresh_store=True)
     assert result.returncode == 0, result.output
@@ -149,8 +190,17 @@ def test_parameters_are_identical_on_every_rank_from_the_start(run_ddpx, monkeyp
     second = plugin.build({"dim_hidden": 32, "n_layers": 2}, {"dim_in": 64, "n_classes": 8})
     assert not torch.equal(first.net[0].weight, second.net[0].weight), "the test model really differs per rank"
 
-    result = run_ddpx("recipe", TINY, "--nproc", "3", "--tracking", "none", "model.name=rank_seeded_mlp",
-                      "train.max_epochs=1", plugins=("ddpx_testplug_rank_params",))
+    result = run_ddpx(
+        "recipe",
+        TINY,
+        "--nproc",
+        "3",
+        "--tracking",
+        "none",
+        "model.name=rank_seeded_mlp",
+        "train.max_epochs=1",
+        plugins=("ddpx_testplug_rank_params",),
+    )
     assert result.returncode == 0, result.output
     run_dir = result.run_dirs()[0]
     states = [torch.load(run_dir / f"start-params-rank{r}.pt", weights_only=True) for r in range(3)]
@@ -166,8 +216,20 @@ def test_parameters_are_identical_on_every_rank_from_the_start(run_ddpx, monkeyp
 
 @pytest.mark.parametrize("launcher", ["spawn", "torchrun"])
 def test_one_failing_rank_ends_the_job_with_its_traceback_once(run_ddpx, tracking_uri, experiment, launcher):
-    result = run_ddpx("recipe", TINY, "--launcher", launcher, "--nproc", "3", "--tracking-uri", tracking_uri,
-                      "--experiment", experiment, "task=failing_on_rank1", plugins=("ddpx_testplug_failing",))
+    result = run_ddpx(
+        "recipe",
+        TINY,
+        "--launcher",
+        launcher,
+        "--nproc",
+        "3",
+        "--tracking-uri",
+        tracking_uri,
+        "--experiment",
+        experiment,
+        "task=failing_on_rank1",
+        plugins=("ddpx_testplug_failing",),
+    )
     assert result.returncode == 1, result.output
     assert result.output.count("deliberate failure on rank 1") == 1
     assert result.output.count("Traceback (most recent call last)") == 1
@@ -182,8 +244,18 @@ def test_one_failing_rank_ends_the_job_with_its_traceback_once(run_ddpx, trackin
 def test_a_crash_mid_training_marks_the_run_failed_with_its_error(run_ddpx, tracking_uri, experiment):
     """Rank 1 crashes at the end of epoch 2 while rank 0 still records it (its tracker is slow
     there): the launcher's stop waits for that record, so epoch 2 is kept."""
-    result = run_ddpx("recipe", TINY, "--tracking", "mlflow_slow", "--tracking-uri", tracking_uri, "--experiment", experiment,
-                      plugins=("ddpx_testplug_failing",), env={"DDPX_TEST_FAIL_AT_EPOCH": "2"})
+    result = run_ddpx(
+        "recipe",
+        TINY,
+        "--tracking",
+        "mlflow_slow",
+        "--tracking-uri",
+        tracking_uri,
+        "--experiment",
+        experiment,
+        plugins=("ddpx_testplug_failing",),
+        env={"DDPX_TEST_FAIL_AT_EPOCH": "2"},
+    )
     assert result.returncode == 1, result.output
     assert result.output.count("deliberate crash on rank 1 after epoch 2") == 1
     client, run = only_run(tracking_uri, experiment)
@@ -195,9 +267,18 @@ def test_a_crash_mid_training_marks_the_run_failed_with_its_error(run_ddpx, trac
 def test_rank_0_killed_while_logging_an_epoch_leaves_the_epoch_in_the_failed_run(run_ddpx, tracking_uri, experiment):
     """The epoch is in the run folder's metrics.jsonl before the tracker takes it: closing the
     failed run, ddpx logs what the tracker missed."""
-    result = run_ddpx("recipe", TINY, "--tracking", "mlflow_killed", "--tracking-uri", tracking_uri,
-                      "--experiment", experiment, plugins=("ddpx_testplug_failing",),
-                      env={"DDPX_TEST_KILL_AT_EPOCH": "2"})
+    result = run_ddpx(
+        "recipe",
+        TINY,
+        "--tracking",
+        "mlflow_killed",
+        "--tracking-uri",
+        tracking_uri,
+        "--experiment",
+        experiment,
+        plugins=("ddpx_testplug_failing",),
+        env={"DDPX_TEST_KILL_AT_EPOCH": "2"},
+    )
     assert result.returncode == 1, result.output
     assert "rank 0 was killed by SIGKILL" in result.stderr
     client, run = only_run(tracking_uri, experiment)

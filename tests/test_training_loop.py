@@ -18,14 +18,27 @@ from ddpx.rank.optim import build_schedule
 from ddpx.rank.phase_clock import PhaseClock
 from ddpx.rank.world_change import deal, orders_left
 
-TRAIN = {"lr": 0.4, "max_epochs": 5, "warmup_steps": 0, "warmup_fraction": 0.0, "lr_decay_every": 2,
-         "lr_decay_factor": 0.5, "lr_schedule": "constant", "clip_grad_norm": 0.0}
+TRAIN = {
+    "lr": 0.4,
+    "max_epochs": 5,
+    "warmup_steps": 0,
+    "warmup_fraction": 0.0,
+    "lr_decay_every": 2,
+    "lr_decay_factor": 0.5,
+    "lr_schedule": "constant",
+    "clip_grad_norm": 0.0,
+}
 
 
 def test_micro_batches_group_into_optimizer_steps_and_the_last_step_of_an_epoch_may_be_short():
     groups = [MicroBatch.at(i, 5, 2) for i in range(5)]
     assert [(m.first, m.last, m.group_size, m.optimizer_step) for m in groups] == [
-        (True, False, 2, 1), (False, True, 2, 1), (True, False, 2, 2), (False, True, 2, 2), (True, True, 1, 3)]
+        (True, False, 2, 1),
+        (False, True, 2, 1),
+        (True, False, 2, 2),
+        (False, True, 2, 2),
+        (True, True, 1, 3),
+    ]
     assert [MicroBatch.at(i, 3, 1).last for i in range(3)] == [True, True, True]
     assert optimizer_steps(5, 2) == 3 and optimizer_steps(4, 2) == 2
 
@@ -37,8 +50,13 @@ def test_clipping_scales_the_whole_gradient_to_the_norm_and_reports_the_norm_bef
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     (model(torch.randn(8, 4)).pow(2).sum() * 100).backward()
     raw = torch.cat([p.grad.flatten() for p in model.parameters()])
-    state = SimpleNamespace(optimizer=optimizer, wrapped=model, scheduler=None, global_step=0,
-                            scaler=torch.amp.GradScaler("cpu", enabled=False))
+    state = SimpleNamespace(
+        optimizer=optimizer,
+        wrapped=model,
+        scheduler=None,
+        global_step=0,
+        scaler=torch.amp.GradScaler("cpu", enabled=False),
+    )
     norm = optimizer_step(SimpleNamespace(state=state, train={**TRAIN, "clip_grad_norm": 0.25}))
     assert float(norm) == pytest.approx(raw.norm().item()) and float(norm) > 0.25
     step = torch.cat([(b - p.detach()).flatten() for b, p in zip(before, model.parameters())])
@@ -109,8 +127,8 @@ def test_an_interrupted_epoch_dealt_to_another_world_trains_each_remaining_sampl
         sampler = build(rank, old_world)
         sampler.set_epoch(2)
         full.append(list(sampler))
-    trained = {i for order in full for i in order[:steps * batch]}
-    assert [order[steps * batch:] for order in full] == left
+    trained = {i for order in full for i in order[: steps * batch]}
+    assert [order[steps * batch :] for order in full] == left
 
     shares = [deal(left, rank, new_world) for rank in range(new_world)]
     assert len({len(share) for share in shares}) == 1, "every new rank takes the same number of steps"

@@ -6,14 +6,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from image_files import write_cifar10, write_mnist
 from scipy.stats import chi2_contingency, chisquare
 
-from ddpx.contract.specs import DataRequest
 from ddpx.contract.errors import UserError
-from ddpx.plugins.vision import CIFAR_MEAN, CIFAR_STD, CIFAR_PARAMS, MNIST_PARAMS, build_cifar10, build_mnist
+from ddpx.contract.specs import DataRequest
+from ddpx.plugins.vision import CIFAR_MEAN, CIFAR_PARAMS, CIFAR_STD, MNIST_PARAMS, build_cifar10, build_mnist
 from ddpx.plugins.vision.classic_path import TransformedImages, transform_pipeline
 from ddpx.plugins.vision.fast_path import DeviceImages, random_crop_flip
-from image_files import write_cifar10, write_mnist
 
 DRAWS = 4000
 
@@ -21,8 +21,16 @@ DRAWS = 4000
 def request(root: Path, defaults, **params) -> DataRequest:
     values = {key: p.default for key, p in defaults.items()}
     values.update(root=str(root), **params)
-    return DataRequest(params=values, seed=0, rank=0, world_size=1, local_rank=0, barrier=lambda: None,
-                       log=lambda text: None, device=torch.device("cpu"))
+    return DataRequest(
+        params=values,
+        seed=0,
+        rank=0,
+        world_size=1,
+        local_rank=0,
+        barrier=lambda: None,
+        log=lambda text: None,
+        device=torch.device("cpu"),
+    )
 
 
 def position_image() -> torch.Tensor:
@@ -59,7 +67,9 @@ def test_fast_path_augmentation_has_torchvision_distribution():
     classic_transform = transform_pipeline((0.0, 0.0, 0.0), (1.0, 1.0, 1.0), crop_padding=4, flip=True, size=32)
     pil = to_pil_image(image)
     torch.manual_seed(1)
-    classic = offsets_and_flips(torch.stack([(classic_transform(pil) * 255).round().to(torch.uint8) for _ in range(DRAWS)]))
+    classic = offsets_and_flips(
+        torch.stack([(classic_transform(pil) * 255).round().to(torch.uint8) for _ in range(DRAWS)])
+    )
 
     fast_counts, classic_counts = histogram(fast), histogram(classic)
     assert fast_counts.min() > 0 and classic_counts.min() > 0  # every offset and flip occurs in both

@@ -3,9 +3,8 @@
 import json
 
 import pytest
-from mlflow.tracking import MlflowClient
-
 from image_files import write_cifar10, write_mnist
+from mlflow.tracking import MlflowClient
 
 
 @pytest.fixture(scope="module")
@@ -18,10 +17,17 @@ def tiny_images(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("loader", ["fast", "torchvision"])  # the launchers are the launcher tests' business
-def test_mnist_convnet_on_both_paths_logs_accuracy_and_confusion_matrix(job_here, ddpx_here, tiny_images, new_store,
-                                                                         loader):
-    result = job_here("mnist_convnet", f"dataset.root={tiny_images}", f"dataset.loader={loader}", "train.max_epochs=3",
-                      "train.batch_size=32", tracking_uri=new_store)
+def test_mnist_convnet_on_both_paths_logs_accuracy_and_confusion_matrix(
+    job_here, ddpx_here, tiny_images, new_store, loader
+):
+    result = job_here(
+        "mnist_convnet",
+        f"dataset.root={tiny_images}",
+        f"dataset.loader={loader}",
+        "train.max_epochs=3",
+        "train.batch_size=32",
+        tracking_uri=new_store,
+    )
     client = MlflowClient(new_store)
     (run,) = client.search_runs([client.get_experiment_by_name("mnist_convnet").experiment_id])
     assert run.data.metrics["heldout_accuracy"] >= 0.9  # both paths learn the patterns
@@ -41,10 +47,10 @@ def predicted_from_files_and_pixels_alike(ddpx, model_folder, work):
     import numpy as np
     import pandas as pd
     import torch
+    from image_files import class_images
     from torchvision.io import write_png
 
     from ddpx.api import load_table_predictor
-    from image_files import class_images
 
     labels = np.arange(10)
     images = class_images(labels, 1, 28, seed=7)[:, 0]  # unseen images of the ten patterns
@@ -67,9 +73,17 @@ def test_cifar10_resnet18_runs_with_bf16_channels_last_and_onecycle(job_here, tm
     # bf16 on a CPU without bf16 instructions is slow: the recipe's own (ImageNet) stem, 48 training,
     # 12 dev and 10 held-out images show the path works; the CIFAR stem is checked below
     write_cifar10(tmp_path, n_per_batch=12, n_test=10)
-    result = job_here("cifar10_resnet18", f"dataset.root={tmp_path}", "dataset.verify=false", "dataset.dev_fraction=0.2",
-                      "train.precision=bf16", "train.max_epochs=1", "train.batch_size=12", "train.lr_schedule=onecycle",
-                      nproc=1)
+    result = job_here(
+        "cifar10_resnet18",
+        f"dataset.root={tmp_path}",
+        "dataset.verify=false",
+        "dataset.dev_fraction=0.2",
+        "train.precision=bf16",
+        "train.max_epochs=1",
+        "train.batch_size=12",
+        "train.lr_schedule=onecycle",
+        nproc=1,
+    )
     summary = result.summary()
     assert summary["heldout_samples"] == 10 and 0 <= summary["heldout"]["heldout_accuracy"] <= 1
     job = json.loads((result.run_dirs()[0] / "job.json").read_text())

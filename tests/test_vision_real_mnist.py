@@ -7,10 +7,9 @@ import json
 import shutil
 
 import pytest
-
 from conftest import serve_directory
-from real_data import MNIST_FILES, needs_mnist
 from real_data import MNIST as REAL_MNIST
+from real_data import MNIST_FILES, needs_mnist
 
 
 def gzipped_real_mnist(folder):
@@ -45,10 +44,21 @@ def test_real_mnist_downloads_on_local_rank_0_only_and_one_epoch_on_two_ranks_re
         requests.clear()
 
         root = tmp_path / "downloaded"
-        result = run_ddpx("recipe", "mnist_convnet", "--nproc", "2", "--tracking", "none", f"dataset.root={root}",
-                          "dataset.download=true", f"dataset.mirror={base}/", "train.max_epochs=1",
-                          plugins=("ddpx_testplug_mnist_mirror_checksums",),
-                          env={"DDPX_TEST_MNIST_MD5S": json.dumps(md5s)}, timeout=600)
+        result = run_ddpx(
+            "recipe",
+            "mnist_convnet",
+            "--nproc",
+            "2",
+            "--tracking",
+            "none",
+            f"dataset.root={root}",
+            "dataset.download=true",
+            f"dataset.mirror={base}/",
+            "train.max_epochs=1",
+            plugins=("ddpx_testplug_mnist_mirror_checksums",),
+            env={"DDPX_TEST_MNIST_MD5S": json.dumps(md5s)},
+            timeout=600,
+        )
         assert result.returncode == 0, result.output
         assert set(one_download) == {f"/{name}" for name in md5s}
         assert sorted(requests) == one_download, "one process downloads, the other rank waits"

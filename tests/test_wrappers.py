@@ -3,7 +3,6 @@
 
 import pytest
 import torch
-
 from conftest import TEST_RECIPES, CliResult, orphans, run_in_terminal
 
 pytestmark = pytest.mark.slow  # every test here starts ranks
@@ -24,8 +23,9 @@ def test_allreduce_and_ddp_reach_the_same_weights(job_here, tmp_path):
     assert "epoch 2/2" in shown and "done" in shown, shown
     assert "requires_grad" not in shown and "Warning" not in shown and "warn" not in shown.lower(), shown
     ddp = CliResult(0, shown, "", "", tmp_path / "ddp")
-    hand_made = job_here(TINY, "train.max_epochs=2", "train.wrapper=allreduce", "train.check_sync=true",
-                         cwd=tmp_path / "allreduce")
+    hand_made = job_here(
+        TINY, "train.max_epochs=2", "train.wrapper=allreduce", "train.check_sync=true", cwd=tmp_path / "allreduce"
+    )
     assert hand_made.returncode == 0, hand_made.output
     a, b = last_weights(ddp), last_weights(hand_made)
     assert a.keys() == b.keys() and not any(k.startswith("module.") for k in b)
@@ -35,8 +35,14 @@ def test_allreduce_and_ddp_reach_the_same_weights(job_here, tmp_path):
 
 
 def test_check_sync_names_the_first_parameter_that_differs(run_ddpx):
-    result = run_ddpx("recipe", TINY, *SHORT, "train.check_sync=true", plugins=("ddpx_testplug_desync",),
-                      env={"DDPX_TEST_DESYNC": "net.2.weight"})
+    result = run_ddpx(
+        "recipe",
+        TINY,
+        *SHORT,
+        "train.check_sync=true",
+        plugins=("ddpx_testplug_desync",),
+        env={"DDPX_TEST_DESYNC": "net.2.weight"},
+    )
     assert result.returncode == 1
     assert "after step 1 of epoch 1 the ranks hold different values of parameter 'net.2.weight'" in result.stderr
     assert result.stderr.count("the ranks hold different values") == 1  # one error shown, not one per rank

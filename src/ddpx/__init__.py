@@ -27,4 +27,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'ddpx' has no attribute '{name}'")
 
 
-__all__ = ["hookimpl", "__version__"]
+__all__ = ["__version__", "hookimpl"]

@@ -71,9 +71,9 @@ from ddpx.contract.markers import hookimpl
 from ddpx.contract.records import DataRequest, DatasetRecord, FitContext, Param, RunSummary, TaskData
 from ddpx.contract.specs import (
     BackendSpec,
+    LauncherSpec,
     LaunchOption,
     LaunchOutcome,
-    LauncherSpec,
     MetricSpec,
     ModelSpec,
     OptimizerSpec,
@@ -106,7 +106,7 @@ def run_rank(job_file: str) -> None:
     _run_rank(job_file)
 
 
-def load_checkpoint(path: "str | Path") -> dict[str, Any]:
+def load_checkpoint(path: str | Path) -> dict[str, Any]:
     """Read a ddpx checkpoint (or a plain state dict) without unpickling objects; a missing,
     unreadable or unsafe file is a :class:`UserError` naming it. Imports torch."""
     from ddpx.rank.checkpoint import load_checkpoint as _load_checkpoint
@@ -122,7 +122,7 @@ def model_state_from(state: dict[str, Any]) -> dict[str, Any]:
     return _model_state_from(state)
 
 
-def load_model(folder: "str | Path") -> Any:
+def load_model(folder: str | Path) -> Any:
     """Rebuild the model a run exported (its ``model/`` folder: ``state_dict.pt`` and
     ``model.json``) with the installed plugins, weights loaded, in eval mode. Imports torch."""
     from ddpx.records.model_export import load_model as _load_model
@@ -130,7 +130,7 @@ def load_model(folder: "str | Path") -> Any:
     return _load_model(folder)
 
 
-def load_table_predictor(folder: "str | Path") -> Any:
+def load_table_predictor(folder: str | Path) -> Any:
     """``predict(table) -> table`` for the model a run exported (its ``model/`` folder), through
     its task's :class:`TablePredictor`; a task without one is a :class:`UserError`. Imports torch."""
     from ddpx.records.model_export import load_table_predictor as _load_table_predictor
@@ -139,13 +139,45 @@ def load_table_predictor(folder: "str | Path") -> Any:
 
 
 __all__ = [
+    "DATA_DIR_ENV",
+    "WORKER_MODULE",
+    "BackendSpec",
+    "DataRequest",
+    "DatasetRecord",
+    "FitContext",
+    "Job",
+    "LaunchOption",
+    "LaunchOutcome",
+    "LaunchSettings",
+    "LauncherSpec",
+    "MetricSpec",
+    "ModelSpec",
+    "OptimizerSpec",
+    "Param",
+    "PluginError",
+    "RecipeSource",
+    "RunDir",
+    "RunSummary",
+    "SamplerSpec",
+    "ScheduleSpec",
+    "TablePredictor",
+    "TaskData",
+    "TaskSpec",
+    "Tracker",
+    "TrackerSpec",
+    "UserError",
+    "WrapperSpec",
+    "cpu_share",
+    "data_root",
+    "did_you_mean",
     "hookimpl",
-    "TaskSpec", "TablePredictor", "ModelSpec", "MetricSpec", "SamplerSpec", "WrapperSpec", "OptimizerSpec", "ScheduleSpec",
-    "BackendSpec", "LauncherSpec", "LaunchOption", "LaunchOutcome", "TrackerSpec", "Tracker", "RecipeSource",
-    "Param", "DataRequest", "TaskData", "DatasetRecord", "FitContext", "RunSummary",
-    "Job", "LaunchSettings", "RunDir",
-    "run_rank", "WORKER_MODULE", "run_supervised", "threads_per_rank", "cpu_share", "local_gpu_count",
-    "data_root", "DATA_DIR_ENV", "load_checkpoint", "model_state_from", "load_model",
+    "listed",
+    "load_checkpoint",
+    "load_model",
     "load_table_predictor",
-    "UserError", "PluginError", "did_you_mean", "listed",
+    "local_gpu_count",
+    "model_state_from",
+    "run_rank",
+    "run_supervised",
+    "threads_per_rank",
 ]

@@ -1,7 +1,7 @@
 """A third-party plugin adding what the core lets plugins add by name: a launcher with its own
 command-line option, an optimizer and a learning-rate schedule."""
 
-from ddpx.api import LaunchOption, LaunchOutcome, LauncherSpec, OptimizerSpec, ScheduleSpec, hookimpl
+from ddpx.api import LauncherSpec, LaunchOption, LaunchOutcome, OptimizerSpec, ScheduleSpec, hookimpl
 
 
 def _launch(job):
@@ -12,9 +12,15 @@ def _launch(job):
 
 @hookimpl
 def register_launchers(register):
-    register(LauncherSpec("greeter", "writes its --greeting into the run folder; starts no rank", _launch,
-                          options=(LaunchOption("greeting", "What the greeter writes.", default="hello"),),
-                          detaches=lambda job: True))
+    register(
+        LauncherSpec(
+            "greeter",
+            "writes its --greeting into the run folder; starts no rank",
+            _launch,
+            options=(LaunchOption("greeting", "What the greeter writes.", default="hello"),),
+            detaches=lambda job: True,
+        )
+    )
 
 
 def _half_lr_sgd(parameters, train):

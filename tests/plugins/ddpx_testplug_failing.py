@@ -20,8 +20,16 @@ def build_failing(request):
 
 @hookimpl
 def register_tasks(register):
-    register(TaskSpec("failing_on_rank1", "crashes on rank 1", build_failing, loss="cross_entropy",
-                      metric="accuracy", params=DATASET_PARAMS))
+    register(
+        TaskSpec(
+            "failing_on_rank1",
+            "crashes on rank 1",
+            build_failing,
+            loss="cross_entropy",
+            metric="accuracy",
+            params=DATASET_PARAMS,
+        )
+    )
 
 
 @hookimpl
@@ -53,7 +61,23 @@ class KilledWhileLogging(MlflowTracker):
 
 @hookimpl
 def register_trackers(register):
-    register(TrackerSpec("mlflow_slow", "MLflow, slow to log the failing epoch", SlowAtFailingEpoch,
-                         check_store, prepare_store, imports=("mlflow",)))
-    register(TrackerSpec("mlflow_killed", "MLflow, its rank killed while logging an epoch", KilledWhileLogging,
-                         check_store, prepare_store, imports=("mlflow",)))
+    register(
+        TrackerSpec(
+            "mlflow_slow",
+            "MLflow, slow to log the failing epoch",
+            SlowAtFailingEpoch,
+            check_store,
+            prepare_store,
+            imports=("mlflow",),
+        )
+    )
+    register(
+        TrackerSpec(
+            "mlflow_killed",
+            "MLflow, its rank killed while logging an epoch",
+            KilledWhileLogging,
+            check_store,
+            prepare_store,
+            imports=("mlflow",),
+        )
+    )

@@ -17,8 +17,9 @@ def build_model(params, info):
     class TinyGraphModel(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.passing = BondMessagePassing(d_v=info["atom_features"], d_e=info["bond_features"],
-                                              d_h=params["hidden"], depth=2)
+            self.passing = BondMessagePassing(
+                d_v=info["atom_features"], d_e=info["bond_features"], d_h=params["hidden"], depth=2
+            )
             self.sum = SumAggregation()
             self.head = torch.nn.Linear(params["hidden"], len(info["labels"]))
 
@@ -31,6 +32,12 @@ def build_model(params, info):
 
 @hookimpl
 def register_models(register):
-    register(ModelSpec("tiny_graph_model", "Chemprop's bond message passing, summed, and a linear layer",
-                       build_model, params={"hidden": Param(16, "message width", minimum=1)},
-                       inputs="molecule_graph"))
+    register(
+        ModelSpec(
+            "tiny_graph_model",
+            "Chemprop's bond message passing, summed, and a linear layer",
+            build_model,
+            params={"hidden": Param(16, "message width", minimum=1)},
+            inputs="molecule_graph",
+        )
+    )

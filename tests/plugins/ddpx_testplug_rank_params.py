@@ -20,8 +20,14 @@ def build(params, info):
 
 @hookimpl
 def register_models(register):
-    register(ModelSpec("rank_seeded_mlp", "an MLP initialised differently on every rank", build,
-                       params={"dim_hidden": Param(32), "n_layers": Param(2)}))
+    register(
+        ModelSpec(
+            "rank_seeded_mlp",
+            "an MLP initialised differently on every rank",
+            build,
+            params={"dim_hidden": Param(32), "n_layers": Param(2)},
+        )
+    )
 
 
 @hookimpl

@@ -6,8 +6,9 @@ import sys
 
 
 def test_the_plugin_registers_its_task_model_and_recipe():
-    listing = subprocess.run([sys.executable, "-m", "ddpx", "plugins", "--json"], capture_output=True, text=True,
-                             check=True).stdout
+    listing = subprocess.run(
+        [sys.executable, "-m", "ddpx", "plugins", "--json"], capture_output=True, text=True, check=True
+    ).stdout
     (moons,) = [plugin for plugin in json.loads(listing)["plugins"] if plugin["name"] == "moons"]
     assert moons["registers"] == {"tasks": ["moons"], "models": ["moons_mlp"], "recipes": ["moons_mlp"]}
 

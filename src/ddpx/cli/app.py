@@ -72,5 +72,3 @@ def cli() -> None:
       ddpx runs                          a table of runs and their held-out metrics
       mlflow ui                          compare runs in the browser
     """
-
-

@@ -16,7 +16,7 @@ def parse_bytes(text: str) -> int:
     """``4096``, ``64K``, ``16M``, ``1G`` (powers of two)."""
     number = text.strip().upper().rstrip("IB") if text.strip().upper().endswith("IB") else text.strip().upper()
     digits = number.rstrip("KMGB")
-    unit = number[len(digits):]
+    unit = number[len(digits) :]
     if not digits.isdigit() or unit not in _UNITS:
         raise UserError(f"'{text}' is not a size: write bytes as 4096, 64K, 16M or 1G.")
     return int(digits) * _UNITS[unit]
@@ -34,16 +34,24 @@ def bench_command() -> None:
     """Measure this machine: collective bandwidth (`ddpx bench collectives`)."""
 
 
-@bench_command.command("collectives", epilog="""\b
+@bench_command.command(
+    "collectives",
+    epilog="""\b
 Examples:
   ddpx bench collectives                         # gloo on CPU, or NCCL over every GPU
   ddpx bench collectives --nproc 8 --backend nccl --max-bytes 1G
   ddpx bench collectives --op all_reduce --json
-""")
+""",
+)
 @click.option("--backend", default="auto", show_default=True, help="auto (nccl with GPUs, else gloo), nccl or gloo.")
 @click.option("--nproc", type=int, default=None, help="Ranks.  [default: one per GPU, or 2 without GPUs]")
-@click.option("--op", "ops", multiple=True, type=click.Choice(["all_reduce", "all_gather", "broadcast"]),
-              help="Operation to time (repeatable).  [default: all three]")
+@click.option(
+    "--op",
+    "ops",
+    multiple=True,
+    type=click.Choice(["all_reduce", "all_gather", "broadcast"]),
+    help="Operation to time (repeatable).  [default: all three]",
+)
 @click.option("--min-bytes", default="4K", show_default=True, help="Smallest message.")
 @click.option("--max-bytes", default="16M", show_default=True, help="Largest message (sizes grow 4x).")
 @click.option("--iters", type=int, default=20, show_default=True, help="Timed iterations per size.")
@@ -67,8 +75,10 @@ def collectives_command(backend, nproc, ops, min_bytes, max_bytes, iters, warmup
     if nproc < 2:
         raise UserError(f"--nproc must be at least 2 for a collective to move data, not {nproc}.")
     if backend == "nccl" and nproc > gpus:
-        raise UserError(f"--backend nccl needs one GPU per rank: {nproc} ranks, {gpus} GPU(s) here. "
-                        "Use --nproc to match the GPUs, or --backend gloo.")
+        raise UserError(
+            f"--backend nccl needs one GPU per rank: {nproc} ranks, {gpus} GPU(s) here. "
+            "Use --nproc to match the GPUs, or --backend gloo."
+        )
     if iters < 1 or warmup < 0:
         raise UserError("--iters must be at least 1 and --warmup 0 or more.")
     low, high = parse_bytes(min_bytes), parse_bytes(max_bytes)

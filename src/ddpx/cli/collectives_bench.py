@@ -54,7 +54,7 @@ def _time_op(op: str, size: int, world: int, device, iters: int, warmup: int) ->
         run = lambda: dist.all_gather_into_tensor(out, piece)  # noqa: E731
     else:
         tensor = torch.ones(numel, device=device)
-        run = (lambda: dist.all_reduce(tensor)) if op == "all_reduce" else (lambda: dist.broadcast(tensor, 0))  # noqa: E731
+        run = (lambda: dist.all_reduce(tensor)) if op == "all_reduce" else (lambda: dist.broadcast(tensor, 0))
     for _ in range(warmup):
         run()
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
@@ -69,16 +69,30 @@ def _time_op(op: str, size: int, world: int, device, iters: int, warmup: int) ->
     return float(elapsed.item())
 
 
-def _rank_main(rank: int, world: int, port: int, backend: str, sizes: list[int], ops: list[str], iters: int,
-               warmup: int, results: Any) -> None:
+def _rank_main(
+    rank: int,
+    world: int,
+    port: int,
+    backend: str,
+    sizes: list[int],
+    ops: list[str],
+    iters: int,
+    warmup: int,
+    results: Any,
+) -> None:
     import torch
     import torch.distributed as dist
 
     device = torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                            device_id=device if device.type == "cuda" else None)
+    dist.init_process_group(
+        backend,
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=world,
+        device_id=device if device.type == "cuda" else None,
+    )
     try:
         rows = []
         for op in ops:
@@ -93,8 +107,9 @@ def _rank_main(rank: int, world: int, port: int, backend: str, sizes: list[int],
         dist.destroy_process_group()
 
 
-def run_collectives(backend: str, nproc: int, sizes: list[int], ops: list[str], iters: int,
-                    warmup: int) -> list[BenchResult]:
+def run_collectives(
+    backend: str, nproc: int, sizes: list[int], ops: list[str], iters: int, warmup: int
+) -> list[BenchResult]:
     """Start ``nproc`` ranks on this machine and return rank 0's measurements."""
     import torch.multiprocessing as mp
 
@@ -106,6 +121,11 @@ def run_collectives(backend: str, nproc: int, sizes: list[int], ops: list[str], 
     context = mp.get_context("spawn")
     results = context.SimpleQueue()
     with threads_per_rank(nproc):
-        mp.start_processes(_rank_main, args=(nproc, port, backend, sizes, ops, iters, warmup, results), nprocs=nproc,
-                           join=True, start_method="spawn")
+        mp.start_processes(
+            _rank_main,
+            args=(nproc, port, backend, sizes, ops, iters, warmup, results),
+            nprocs=nproc,
+            join=True,
+            start_method="spawn",
+        )
     return [BenchResult(**row) for row in results.get()]

@@ -24,23 +24,38 @@ def _setting_option(setting: Field) -> click.Option:
     meta = setting.metadata
     flag = meta.get("flag") or "--" + setting.name.replace("_", "-")
     kind = meta.get("kind") or (type(setting.default) if setting.default is not None else str)
-    return click.Option([flag, setting.name], type=None if kind is bool else kind, default=setting.default,
-                        show_default=setting.default is not None, help=meta["help"], envvar=meta.get("envvar"),
-                        metavar=meta.get("metavar"))
+    return click.Option(
+        [flag, setting.name],
+        type=None if kind is bool else kind,
+        default=setting.default,
+        show_default=setting.default is not None,
+        help=meta["help"],
+        envvar=meta.get("envvar"),
+        metavar=meta.get("metavar"),
+    )
 
 
 def setting_options(command: str) -> list[click.Option]:
     """The options for every launch setting the command takes."""
-    return [_setting_option(setting) for setting in fields(LaunchSettings)
-            if "help" in setting.metadata and setting.metadata.get("only", command) == command]
+    return [
+        _setting_option(setting)
+        for setting in fields(LaunchSettings)
+        if "help" in setting.metadata and setting.metadata.get("only", command) == command
+    ]
 
 
 def _launcher_option(option: LaunchOption) -> click.Option:
     dest = LAUNCHER_OPTION_PREFIX + option.key
     if option.flag:
         return click.Option([f"--{option.name}", dest], is_flag=True, default=False, help=option.help)
-    return click.Option([f"--{option.name}", dest], type=option.kind, multiple=option.multiple, help=option.help,
-                        default=() if option.multiple else option.default, metavar=option.metavar)
+    return click.Option(
+        [f"--{option.name}", dest],
+        type=option.kind,
+        multiple=option.multiple,
+        help=option.help,
+        default=() if option.multiple else option.default,
+        metavar=option.metavar,
+    )
 
 
 def launcher_options(registry: Registry) -> dict[str, tuple[LaunchOption, list[str]]]:
@@ -83,6 +98,8 @@ def settings_from(registry: Registry, values: dict[str, Any]) -> LaunchSettings:
         if any(own.name == name for own in launcher.options):
             settings.launcher_options[option.key] = list(value) if option.multiple else value
         elif value not in (None, False, ()) and value != option.default:
-            raise UserError(f"--{name} is an option of --launcher {' or '.join(owners)}, not of --launcher "
-                            f"{launcher.name}. Add --launcher {owners[0]}, or leave --{name} out.")
+            raise UserError(
+                f"--{name} is an option of --launcher {' or '.join(owners)}, not of --launcher "
+                f"{launcher.name}. Add --launcher {owners[0]}, or leave --{name} out."
+            )
     return settings

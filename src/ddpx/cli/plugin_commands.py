@@ -33,8 +33,13 @@ def plugins_command(ctx: click.Context, as_json: bool) -> None:
         table.add_column(column, overflow="fold")
     for plugin in report["plugins"]:
         registers = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in plugin["registers"].items())
-        table.add_row(plugin["name"], plugin["distribution"] or "-", plugin["version"] or "-",
-                      ", ".join(plugin["hooks"]), registers)
+        table.add_row(
+            plugin["name"],
+            plugin["distribution"] or "-",
+            plugin["version"] or "-",
+            ", ".join(plugin["hooks"]),
+            registers,
+        )
     console().print(table)
     for error in report["errors"]:
         click.echo(f"not loaded: {error['message']}")

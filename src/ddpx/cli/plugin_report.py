@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddpx.contract.specs import KINDS
 from ddpx.contract.errors import PluginError
+from ddpx.contract.specs import KINDS
 from ddpx.plugin_host.registry import Registry
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
@@ -39,8 +40,10 @@ def image_table(folder: Path) -> Any:
 
     images = sorted(str(p) for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     if not images:
-        raise UserError(f"folder '{folder}' holds no image file ({', '.join(IMAGE_SUFFIXES)}). Give a folder of "
-                        "images for an image model, or a CSV file.")
+        raise UserError(
+            f"folder '{folder}' holds no image file ({', '.join(IMAGE_SUFFIXES)}). Give a folder of "
+            "images for an image model, or a CSV file."
+        )
     return pd.DataFrame({"path": images})
 
 
@@ -51,13 +54,17 @@ def read_table(path: str) -> Any:
     if source.is_dir():
         return image_table(source)
     if not source.is_file():
-        raise UserError(f"input '{path}' does not exist. Give a CSV with one row per input (a 'smiles' column for a "
-                        "SMILES model), or a folder of images for an image model.")
+        raise UserError(
+            f"input '{path}' does not exist. Give a CSV with one row per input (a 'smiles' column for a "
+            "SMILES model), or a folder of images for an image model."
+        )
     try:
         return pd.read_csv(source)
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-        raise UserError(f"cannot read '{path}' as CSV ({type(exc).__name__}: {str(exc).splitlines()[0]}). Give a "
-                        "UTF-8 CSV file with a header row.") from None
+        raise UserError(
+            f"cannot read '{path}' as CSV ({type(exc).__name__}: {str(exc).splitlines()[0]}). Give a "
+            "UTF-8 CSV file with a header row."
+        ) from None
 
 
 def from_mlflow(model: str, tracking_uri: str | None) -> Callable[[Any], Any]:
@@ -74,8 +81,10 @@ def from_mlflow(model: str, tracking_uri: str | None) -> Callable[[Any], Any]:
         return mlflow.pyfunc.load_model(model_uri).predict
     except (MlflowException, OSError) as exc:
         message = getattr(exc, "message", str(exc)).splitlines()[0]
-        raise UserError(f"cannot load the model '{model}' from {uri}: {message}. Give a run id of this store, a "
-                        "model URI (runs:/RUN_ID/model, models:/NAME/VERSION), or a run's model/ folder.") from None
+        raise UserError(
+            f"cannot load the model '{model}' from {uri}: {message}. Give a run id of this store, a "
+            "model URI (runs:/RUN_ID/model, models:/NAME/VERSION), or a run's model/ folder."
+        ) from None
 
 
 def load_predictor(model: str, tracking_uri: str | None) -> Callable[[Any], Any]:
@@ -84,19 +93,30 @@ def load_predictor(model: str, tracking_uri: str | None) -> Callable[[Any], Any]
         from ddpx.api import load_table_predictor
 
         return load_table_predictor(folder)
-    if folder.exists() or "/" in model and ":" not in model:
-        raise UserError(f"'{model}' is not a ddpx model folder (it has no model.json): point to a run's model/ "
-                        "folder, or give an MLflow run id or model URI.")
+    if folder.exists() or ("/" in model and ":" not in model):
+        raise UserError(
+            f"'{model}' is not a ddpx model folder (it has no model.json): point to a run's model/ "
+            "folder, or give an MLflow run id or model URI."
+        )
     return from_mlflow(model, tracking_uri)
 
 
 @cli.command("predict", epilog=PREDICT_EPILOG)
 @click.argument("model")
 @click.argument("input_path", metavar="INPUT")
-@click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
-              help="Write the predictions here as CSV.  [default: standard output]")
-@click.option("--tracking-uri", default=None, envvar="MLFLOW_TRACKING_URI",
-              help="MLflow store for a run id or model URI.  [default: sqlite:///mlflow.db here]")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the predictions here as CSV.  [default: standard output]",
+)
+@click.option(
+    "--tracking-uri",
+    default=None,
+    envvar="MLFLOW_TRACKING_URI",
+    help="MLflow store for a run id or model URI.  [default: sqlite:///mlflow.db here]",
+)
 def predict_command(model, input_path, output, tracking_uri) -> None:
     """Predict with a trained model: MODEL is a run's model/ folder, an MLflow run id, or an MLflow
     model URI; INPUT a CSV of inputs. Loading never unpickles anything: the weights are a plain

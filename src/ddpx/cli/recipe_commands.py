@@ -71,5 +71,3 @@ def cp_command(name: str, dest: str, force: bool) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, target)
     click.echo(f"copied {source.name} to {target}; edit it, then run `ddpx recipe {target}`")
-
-

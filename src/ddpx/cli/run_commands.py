@@ -30,7 +30,6 @@ and in a run folder under ./ddpx-runs/.
 """
 
 
-
 @cli.command("recipe", cls=LaunchCommand, epilog=RECIPE_EPILOG)
 @click.argument("name")
 @click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
@@ -54,14 +53,19 @@ def recipe_command(name, overrides, **values) -> None:
     if summary is not None:
         print_summary(recipe.name, summary, console())  # piped: one wide page, no path cut in two
         if summary.tracking_error:
-            raise JobFailed(f"the run finished, but tracking failed during it ({summary.tracking_error}), so its "
-                            f"record is incomplete. Every result is in {summary.run_dir}; once the store answers, "
-                            f"record it with `ddpx upload {summary.run_dir}`.", TRACKING_FAILED)
+            raise JobFailed(
+                f"the run finished, but tracking failed during it ({summary.tracking_error}), so its "
+                f"record is incomplete. Every result is in {summary.run_dir}; once the store answers, "
+                f"record it with `ddpx upload {summary.run_dir}`.",
+                TRACKING_FAILED,
+            )
         return
     launcher = registry.get("launchers", launch.launcher)
     if launcher.detaches is None or not launcher.detaches(job):
-        click.echo(f"ddpx: this machine's {launch.nproc} rank(s) finished; global rank 0 ran on another "
-                   "machine, which reports the results and logged the run.")
+        click.echo(
+            f"ddpx: this machine's {launch.nproc} rank(s) finished; global rank 0 ran on another "
+            "machine, which reports the results and logged the run."
+        )
 
 
 SWEEP_EPILOG = """\b
@@ -100,28 +104,71 @@ trial.log; with --launcher slurm, P jobs at once.
 @click.argument("name")
 @click.argument("grid", nargs=-1, metavar="KEY=V1,V2|KEY=SPACE... [KEY=VALUE]...")
 @click.option("--dry-run", is_flag=True, help="List the trials (or check the search) and start nothing.")
-@click.option("--search", "search", type=click.Choice(["grid", "optuna"]), default="grid", show_default=True,
-              help="grid: every combination of the swept values; optuna: Optuna chooses from a search space.")
+@click.option(
+    "--search",
+    "search",
+    type=click.Choice(["grid", "optuna"]),
+    default="grid",
+    show_default=True,
+    help="grid: every combination of the swept values; optuna: Optuna chooses from a search space.",
+)
 @click.option("--trials", type=int, default=None, help="With --search optuna: how many trials to run.")
 @click.option("--sampler", default="tpe", show_default=True, help="With --search optuna: tpe, random or grid.")
-@click.option("--pruner", default="median", show_default=True,
-              help="With --search optuna: median, hyperband or none.")
-@click.option("--pruner-warmup", type=int, default=None, metavar="EPOCHS",
-              help="With --search optuna: epochs every trial runs before the pruner may stop it.  [default: a fifth "
-                   "of train.max_epochs]")
-@click.option("--search-timeout", type=float, default=None, metavar="SECONDS",
-              help="With --search optuna: start no trial after this many seconds.")
+@click.option("--pruner", default="median", show_default=True, help="With --search optuna: median, hyperband or none.")
+@click.option(
+    "--pruner-warmup",
+    type=int,
+    default=None,
+    metavar="EPOCHS",
+    help="With --search optuna: epochs every trial runs before the pruner may stop it.  [default: a fifth "
+    "of train.max_epochs]",
+)
+@click.option(
+    "--search-timeout",
+    type=float,
+    default=None,
+    metavar="SECONDS",
+    help="With --search optuna: start no trial after this many seconds.",
+)
 @click.option("--search-seed", type=int, default=None, help="With --search optuna: the sampler's seed.")
-@click.option("--study-storage", default=None, metavar="URL",
-              help="With --search optuna: the Optuna storage (default sqlite:///ddpx-runs/optuna.db).")
-@click.option("--parallel", type=int, default=1, show_default=True, metavar="P",
-              help="Run P trials at once, each on its own share of this machine's CPU cores (and GPUs), or with "
-                   "--launcher slurm as P jobs at once.")
-@click.option("--resume", "resume_search", is_flag=True,
-              help="With --search optuna: continue this recipe's latest search in the storage up to --trials "
-                   "(finished trials kept, an interrupted one run again).")
-def sweep_command(name, grid, dry_run, search, trials, sampler, pruner, pruner_warmup, search_timeout, search_seed,
-                  study_storage, parallel, resume_search, **values) -> None:
+@click.option(
+    "--study-storage",
+    default=None,
+    metavar="URL",
+    help="With --search optuna: the Optuna storage (default sqlite:///ddpx-runs/optuna.db).",
+)
+@click.option(
+    "--parallel",
+    type=int,
+    default=1,
+    show_default=True,
+    metavar="P",
+    help="Run P trials at once, each on its own share of this machine's CPU cores (and GPUs), or with "
+    "--launcher slurm as P jobs at once.",
+)
+@click.option(
+    "--resume",
+    "resume_search",
+    is_flag=True,
+    help="With --search optuna: continue this recipe's latest search in the storage up to --trials "
+    "(finished trials kept, an interrupted one run again).",
+)
+def sweep_command(
+    name,
+    grid,
+    dry_run,
+    search,
+    trials,
+    sampler,
+    pruner,
+    pruner_warmup,
+    search_timeout,
+    search_seed,
+    study_storage,
+    parallel,
+    resume_search,
+    **values,
+) -> None:
     """Train every combination of the swept values of recipe NAME (or an Optuna search), one job per trial."""
     from ddpx.cli.sweep_report import print_trial, print_trials
     from ddpx.launch.sweep import plan_sweep, run_sweep
@@ -131,9 +178,16 @@ def sweep_command(name, grid, dry_run, search, trials, sampler, pruner, pruner_w
     if search == "optuna":
         from ddpx.launch.search import SearchOptions
 
-        options = SearchOptions(trials=trials, sampler=sampler, pruner=pruner, pruner_warmup=pruner_warmup,
-                                timeout_s=search_timeout,
-                                seed=search_seed, storage=study_storage, resume=resume_search)
+        options = SearchOptions(
+            trials=trials,
+            sampler=sampler,
+            pruner=pruner,
+            pruner_warmup=pruner_warmup,
+            timeout_s=search_timeout,
+            seed=search_seed,
+            storage=study_storage,
+            resume=resume_search,
+        )
         return search_command(registry, name, grid, settings, options, dry_run, parallel)
     sweep = plan_sweep(registry, name, grid, settings)
     slots = trial_slots(registry, sweep.trials[0].job, parallel)
@@ -141,12 +195,17 @@ def sweep_command(name, grid, dry_run, search, trials, sampler, pruner, pruner_w
         print_trials(sweep, title=f"ddpx sweep {name}: {len(sweep.trials)} trial(s), nothing started")
         return
     first = sweep.trials[0].job
-    click.echo(f"ddpx: sweep of {sweep.trials[0].recipe.name}, {len(sweep.trials)} trial(s) on {first.world_size} "
-               f"rank(s) each{at_once(slots)}, launcher {first.launch.launcher}, backend {first.launch.backend}")
-    with continue_hint("A grid sweep has no --resume: the same command runs every trial again (leave the finished "
-                       "values out of the grid to run only the rest)."):
-        run_sweep(registry, sweep, report=print_trial, warn=lambda text: click.echo(f"Warning: {text}", err=True),
-                  slots=slots)
+    click.echo(
+        f"ddpx: sweep of {sweep.trials[0].recipe.name}, {len(sweep.trials)} trial(s) on {first.world_size} "
+        f"rank(s) each{at_once(slots)}, launcher {first.launch.launcher}, backend {first.launch.backend}"
+    )
+    with continue_hint(
+        "A grid sweep has no --resume: the same command runs every trial again (leave the finished "
+        "values out of the grid to run only the rest)."
+    ):
+        run_sweep(
+            registry, sweep, report=print_trial, warn=lambda text: click.echo(f"Warning: {text}", err=True), slots=slots
+        )
     print_trials(sweep, title=f"ddpx sweep {sweep.trials[0].recipe.name}")
     raise_if_failed(sweep)
 
@@ -175,20 +234,34 @@ def search_command(registry, name, grid, settings, options, dry_run, parallel=1)
     slots = trial_slots(registry, first.job, parallel)
     space = " ".join(f"{k}={t}" for k, t in search.texts.items())
     if dry_run:
-        click.echo(f"ddpx sweep {name}: a search of {space} ({options.trials or 'the whole grid'} trial(s), sampler "
-                   f"{options.sampler}, pruner {options.pruner}); every key checked, nothing started")
+        click.echo(
+            f"ddpx sweep {name}: a search of {space} ({options.trials or 'the whole grid'} trial(s), sampler "
+            f"{options.sampler}, pruner {options.pruner}); every key checked, nothing started"
+        )
         return
     study = create_study(search, first.recipe.train["max_epochs"])
-    click.echo(f"ddpx: search of {first.recipe.name} over {space}: {options.trials or 'the grid'} trial(s) on "
-               f"{first.job.world_size} rank(s) each{at_once(slots)}, sampler {options.sampler}, pruner {options.pruner}; "
-               f"study {study.study_name} in {search.storage}")
+    click.echo(
+        f"ddpx: search of {first.recipe.name} over {space}: {options.trials or 'the grid'} trial(s) on "
+        f"{first.job.world_size} rank(s) each{at_once(slots)}, sampler {options.sampler}, pruner {options.pruner}; "
+        f"study {study.study_name} in {search.storage}"
+    )
     pictures = Path(search.settings.runs_dir or DEFAULT_ROOT).resolve() / f"search-{study.study_name}"
-    with continue_hint(f"The study {study.study_name} in {search.storage} keeps the trials that ended: continue "
-                       "the search with the same command and --resume (the interrupted trial runs again with its "
-                       "values)."):
-        run_sweep(registry, search.sweep, report=print_trial, warn=lambda text: click.echo(f"Warning: {text}", err=True),
-                  source=StudyTrials(registry, search, study), extra_params=search_params(search, study),
-                  artifacts=lambda: study_pictures(study, pictures), parent_run_id=parent_run_of(study), slots=slots)
+    with continue_hint(
+        f"The study {study.study_name} in {search.storage} keeps the trials that ended: continue "
+        "the search with the same command and --resume (the interrupted trial runs again with its "
+        "values)."
+    ):
+        run_sweep(
+            registry,
+            search.sweep,
+            report=print_trial,
+            warn=lambda text: click.echo(f"Warning: {text}", err=True),
+            source=StudyTrials(registry, search, study),
+            extra_params=search_params(search, study),
+            artifacts=lambda: study_pictures(study, pictures),
+            parent_run_id=parent_run_of(study),
+            slots=slots,
+        )
     print_trials(search.sweep, title=f"ddpx sweep {first.recipe.name} (search)")
     raise_if_failed(search.sweep)
 
@@ -202,12 +275,18 @@ def continue_hint(how: str):
     except JobFailed as exc:
         if exc.exit_code != 130:
             raise
-        raise JobFailed("the sweep was interrupted: every rank of the running trial(s) was stopped and each trial's "
-                        f"run marked KILLED. {how}", 130) from None
+        raise JobFailed(
+            "the sweep was interrupted: every rank of the running trial(s) was stopped and each trial's "
+            f"run marked KILLED. {how}",
+            130,
+        ) from None
 
 
 def raise_if_failed(sweep) -> None:
     if sweep.failed:
-        raise JobFailed(f"{len(sweep.failed)} of {len(sweep.trials)} trial(s) failed: "
-                        + "; ".join(f"trial {t.number} ({t.label})" for t in sweep.failed)
-                        + ". Each failed trial's run folder holds its error.", 1)
+        raise JobFailed(
+            f"{len(sweep.failed)} of {len(sweep.trials)} trial(s) failed: "
+            + "; ".join(f"trial {t.number} ({t.label})" for t in sweep.failed)
+            + ". Each failed trial's run folder holds its error.",
+            1,
+        )

@@ -39,15 +39,17 @@ def metric_text(value: float | None) -> str:
 
 def run_label(name: str, recipe: str) -> str:
     """The run's name without the recipe it starts with (the table's title says it)."""
-    return name[len(recipe) + 1:] if name.startswith(f"{recipe}-") else name
+    return name[len(recipe) + 1 :] if name.startswith(f"{recipe}-") else name
 
 
 def recipe_columns(group) -> list[tuple[str, list[str]]]:
     """(header, cells) of every column, in the order they are kept when the width runs out:
     the metric, the run, the params that differ, duration, status, sweep role, start."""
     rows = group.rows
-    columns = [(group.metric, [metric_text(r.score) for r in rows]),
-               ("run", [run_label(r.name, group.recipe) for r in rows])]
+    columns = [
+        (group.metric, [metric_text(r.score) for r in rows]),
+        ("run", [run_label(r.name, group.recipe) for r in rows]),
+    ]
     columns += [(key, [r.params.get(key, "") for r in rows]) for key in group.varying]
     columns += [("duration", [duration_text(r.duration_s) for r in rows]), ("status", [r.status for r in rows])]
     if any(r.sweep for r in rows):
@@ -58,6 +60,7 @@ def recipe_columns(group) -> list[tuple[str, list[str]]]:
 
 def fitting(columns: list[tuple[str, list[str]]], width: int) -> tuple[list, list[str]]:
     """The columns that fit ``width`` (the metric and the run always), and the headers left out."""
+
     def needed(column) -> int:
         header, cells = column
         return max(len(header), *(len(c) for c in cells)) + 3  # padding and border
@@ -84,18 +87,27 @@ def print_group(out, group) -> None:
         table.add_row(*(cells[i] for _, cells in shown))
     out.print(table)
     if left_out:
-        out.print(f"  not shown at this width: {', '.join(left_out)} (widen the terminal, or use --json)",
-                  highlight=False)
+        out.print(
+            f"  not shown at this width: {', '.join(left_out)} (widen the terminal, or use --json)", highlight=False
+        )
 
 
 @cli.command("runs", epilog=RUNS_EPILOG)
-@click.option("--tracking-uri", default=None, envvar="MLFLOW_TRACKING_URI",
-              help="MLflow store or server.  [default: sqlite:///mlflow.db here]")
+@click.option(
+    "--tracking-uri",
+    default=None,
+    envvar="MLFLOW_TRACKING_URI",
+    help="MLflow store or server.  [default: sqlite:///mlflow.db here]",
+)
 @click.option("--experiment", default=None, help="Only this MLflow experiment.  [default: every experiment]")
 @click.option("--recipe", default=None, help="Only runs of this recipe.")
-@click.option("--sort", default=None, metavar="METRIC",
-              help="Order by this metric, highest first.  [default: each recipe's held-out metric, best first: the "
-                   "highest accuracy or ROC-AUC, the lowest RMSE]")
+@click.option(
+    "--sort",
+    default=None,
+    metavar="METRIC",
+    help="Order by this metric, highest first.  [default: each recipe's held-out metric, best first: the "
+    "highest accuracy or ROC-AUC, the lowest RMSE]",
+)
 @click.option("--ascending", is_flag=True, help="With --sort: lowest first (for a loss or an error).")
 @click.option("--limit", type=int, default=20, show_default=True, help="Show at most this many runs per recipe.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
@@ -106,13 +118,24 @@ def runs_command(tracking_uri, experiment, recipe, sort, ascending, limit, as_js
 
     listing = list_runs(tracking_uri, experiment, recipe, sort, ascending, limit)
     if as_json:
-        click.echo(json.dumps({"uri": listing.uri, "compare_url": listing.compare_url() if listing.rows else None,
-                               "runs": [asdict(r) for r in listing.rows]}, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "uri": listing.uri,
+                    "compare_url": listing.compare_url() if listing.rows else None,
+                    "runs": [asdict(r) for r in listing.rows],
+                },
+                indent=2,
+            )
+        )
         return
     out = console()
     if not listing.rows:
-        out.print("no ddpx runs yet" + (f" of recipe {recipe}" if recipe else "") + f" in {listing.uri}; "
-                  "start one with `ddpx recipe NAME`.", highlight=False)
+        out.print(
+            "no ddpx runs yet" + (f" of recipe {recipe}" if recipe else "") + f" in {listing.uri}; "
+            "start one with `ddpx recipe NAME`.",
+            highlight=False,
+        )
         return
     for group in listing.groups:
         print_group(out, group)

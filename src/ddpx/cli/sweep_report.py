@@ -30,7 +30,9 @@ def _error_text(error: str | None) -> str:
 
 
 def print_trial(trial: Trial) -> None:
-    mark = {"FINISHED": "[green]done[/green]", "PRUNED": "[yellow]pruned[/yellow]"}.get(trial.status, "[red]FAILED[/red]")
+    mark = {"FINISHED": "[green]done[/green]", "PRUNED": "[yellow]pruned[/yellow]"}.get(
+        trial.status, "[red]FAILED[/red]"
+    )
     detail = _error_text(trial.error) if trial.status == "FAILED" else _metric_text(trial)
     if trial.status == "PRUNED":
         detail += f" (stopped after epoch {trial.summary.pruned_after})"
@@ -57,7 +59,10 @@ def print_trials(sweep: Sweep, title: str) -> None:
     if sweep.fixed:
         out.print("every trial also sets: " + " ".join(sweep.fixed), highlight=False)
     if best is not None:
-        out.print(f"* best trial on the dev metric ({_best_dev_text(best)}): {best.number} ({best.label}), "
-                  f"{_metric_text(best)}", highlight=False)
+        out.print(
+            f"* best trial on the dev metric ({_best_dev_text(best)}): {best.number} ({best.label}), "
+            f"{_metric_text(best)}",
+            highlight=False,
+        )
     if sweep.parent_run_id:
         out.print(f"MLflow parent run: {sweep.parent_run_id} (its trials are nested under it)", highlight=False)

@@ -17,8 +17,12 @@ Examples:
 
 @cli.command("upload", epilog=UPLOAD_EPILOG)
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--tracking-uri", default=None, envvar="MLFLOW_TRACKING_URI",
-              help="MLflow store or server.  [default: the run's own, else sqlite:///mlflow.db here]")
+@click.option(
+    "--tracking-uri",
+    default=None,
+    envvar="MLFLOW_TRACKING_URI",
+    help="MLflow store or server.  [default: the run's own, else sqlite:///mlflow.db here]",
+)
 @click.option("--experiment", default=None, help="MLflow experiment.  [default: the run's own]")
 @click.option("--tracking", default="mlflow", show_default=True, help="The tracker to record the run with.")
 def upload_command(run_dir: Path, tracking_uri, experiment, tracking) -> None:

@@ -24,7 +24,7 @@ class RecipeListing:
     plugin: str
 
 
-def list_recipes(registry: "Registry") -> list[RecipeListing]:
+def list_recipes(registry: Registry) -> list[RecipeListing]:
     """Every registered recipe, sorted by name."""
     rows = []
     tasks = registry.all("tasks")

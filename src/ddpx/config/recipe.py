@@ -8,8 +8,9 @@ an error with a did-you-mean rather than a silently ignored setting.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ddpx.config.recipe_files import find_recipe, to_toml
 from ddpx.config.train_params import META_PARAMS, TRAIN_PARAMS
@@ -52,7 +53,7 @@ def _schema(task: TaskSpec, model: ModelSpec) -> dict[str, Param]:
     return schema
 
 
-def resolve_recipe(registry: "Registry", name_or_path: str, overrides: Iterable[str] = ()) -> Recipe:
+def resolve_recipe(registry: Registry, name_or_path: str, overrides: Iterable[str] = ()) -> Recipe:
     """Resolve a recipe by name or path with ``KEY=VALUE`` overrides, checking every key."""
     path = find_recipe(registry, name_or_path)
     file_values = flatten(read_recipe_file(path))
@@ -85,22 +86,30 @@ def resolve_recipe(registry: "Registry", name_or_path: str, overrides: Iterable[
     check_path_name(values["name"], "name")
     config = unflatten(values)
     check_model_inputs(registry, task, model)
-    return Recipe(name=values["name"], source=str(path), config=config, task=task.for_params(config["dataset"]),
-                  model=model, requested=name_or_path)
+    return Recipe(
+        name=values["name"],
+        source=str(path),
+        config=config,
+        task=task.for_params(config["dataset"]),
+        model=model,
+        requested=name_or_path,
+    )
 
 
-def check_model_inputs(registry: "Registry", task: TaskSpec, model: ModelSpec) -> None:
+def check_model_inputs(registry: Registry, task: TaskSpec, model: ModelSpec) -> None:
     """The task can hand the model the input it needs (``ModelSpec.inputs`` among ``TaskSpec.inputs``)."""
     if not model.inputs or model.inputs in task.inputs:
         return
     fitting = sorted(m.name for m in registry.all("models").values() if m.inputs and m.inputs in task.inputs)
     offered = f"it gives {', '.join(task.inputs)}" if task.inputs else "it names no input forms"
-    raise UserError(f"model '{model.name}' needs input '{model.inputs}', which task '{task.name}' cannot give "
-                    f"({offered}). Choose a model the task can feed with model.name=..., such as "
-                    f"{', '.join(fitting) or 'one its plugin registers'}.")
+    raise UserError(
+        f"model '{model.name}' needs input '{model.inputs}', which task '{task.name}' cannot give "
+        f"({offered}). Choose a model the task can feed with model.name=..., such as "
+        f"{', '.join(fitting) or 'one its plugin registers'}."
+    )
 
 
-def _check_components(registry: "Registry", values: Mapping[str, Any], schema: Mapping[str, Param]) -> None:
+def _check_components(registry: Registry, values: Mapping[str, Any], schema: Mapping[str, Param]) -> None:
     """A key whose value names a registered component (``train.optimizer``, say) names one."""
     for key, param in schema.items():
         if param.registry:

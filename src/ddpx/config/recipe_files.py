@@ -5,8 +5,9 @@ Reading a file is :mod:`ddpx.contract.recipe_file`'s, shared with the registry.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ddpx.contract.errors import UserError, did_you_mean
 
@@ -25,7 +26,7 @@ def looks_like_path(name_or_path: str) -> bool:
     return name_or_path.endswith(".toml") or "/" in name_or_path or Path(name_or_path).is_file()
 
 
-def find_recipe(registry: "Registry", name_or_path: str) -> Path:
+def find_recipe(registry: Registry, name_or_path: str) -> Path:
     """The file of a registered recipe, or the path itself when given a file."""
     if looks_like_path(name_or_path):
         path = Path(name_or_path)

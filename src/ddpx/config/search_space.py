@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from ddpx.config.values import parse_override
 from ddpx.contract.errors import UserError
 
 EXPRESSION = re.compile(r"^\s*([A-Za-z_]\w*)\((.*)\)\s*$", re.DOTALL)
-USAGE = ("uniform(LOW,HIGH), loguniform(LOW,HIGH), int(LOW,HIGH), logint(LOW,HIGH) or "
-         "choice(A,B,...)")
+USAGE = "uniform(LOW,HIGH), loguniform(LOW,HIGH), int(LOW,HIGH), logint(LOW,HIGH) or choice(A,B,...)"
 
 
 def is_space(value: str) -> bool:
@@ -47,15 +48,19 @@ def _bounds(key: str, value: str, arguments: list[str], kind: Callable[[str], fl
     if not (math.isfinite(low) and math.isfinite(high)):
         raise UserError(f"the bounds of {key}={value} must be finite.")
     if low > high:
-        raise UserError(f"{key}={value}: LOW ({arguments[0]}) is above HIGH ({arguments[1]}); write "
-                        f"{value.split('(')[0]}({arguments[1]},{arguments[0]}).")
+        raise UserError(
+            f"{key}={value}: LOW ({arguments[0]}) is above HIGH ({arguments[1]}); write "
+            f"{value.split('(')[0]}({arguments[1]},{arguments[0]})."
+        )
     return low, high
 
 
 def _positive(key: str, value: str, low: float) -> None:
     if low <= 0:
-        raise UserError(f"{key}={value}: a log scale needs LOW above 0 (log of {low} is undefined); use a small "
-                        "positive LOW such as 1e-5, or uniform(...) for a linear scale.")
+        raise UserError(
+            f"{key}={value}: a log scale needs LOW above 0 (log of {low} is undefined); use a small "
+            "positive LOW such as 1e-5, or uniform(...) for a linear scale."
+        )
 
 
 def _numeric(kind: type, log: bool) -> Callable[[str, str, list[str]], Any]:
@@ -95,8 +100,13 @@ def choices(texts: list[str]) -> list[int | float | str]:
     return typed
 
 
-BUILDERS = {"uniform": _numeric(float, log=False), "loguniform": _numeric(float, log=True),
-            "int": _numeric(int, log=False), "logint": _numeric(int, log=True), "choice": _choice}
+BUILDERS = {
+    "uniform": _numeric(float, log=False),
+    "loguniform": _numeric(float, log=True),
+    "int": _numeric(int, log=False),
+    "logint": _numeric(int, log=True),
+    "choice": _choice,
+}
 
 
 def pruner_warmup(asked: int | None, max_epochs: int) -> int:
@@ -117,3 +127,42 @@ def build_pruner(name: str, max_epochs: int, warmup: int = 0):
     if name == "hyperband":
         return optuna.pruners.HyperbandPruner(min_resource=max(1, warmup), max_resource=max(1, max_epochs))
     return optuna.pruners.NopPruner()
+
+
+def parse_space_arguments(arguments: tuple[str, ...] | list[str]) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+    """Split ``KEY=space`` (and ``KEY=A,B``, a choice) from ``KEY=VALUE`` (fixed) arguments."""
+    from optuna.distributions import CategoricalDistribution
+
+    space, texts, fixed = {}, {}, []
+    for text in arguments:
+        key, value = parse_override(text)
+        if key in space:
+            raise UserError(f"'{key}' is searched twice; give its space once.")
+        if is_space(value):
+            space[key], texts[key] = parse_space(key, value), value
+        elif "," in value:
+            listed = [v.strip() for v in value.split(",")]
+            space[key], texts[key] = (
+                CategoricalDistribution(choices(listed)),
+                f"choice({','.join(dict.fromkeys(listed))})",
+            )
+        else:
+            fixed.append(text)
+    if not space:
+        raise UserError(
+            "a search needs a space: write KEY=loguniform(LOW,HIGH), KEY=int(LOW,HIGH) or "
+            "KEY=choice(A,B), for example `ddpx sweep mlp_synthetic 'train.lr=loguniform(0.01,0.3)' "
+            "--search optuna --trials 8`."
+        )
+    return space, texts, fixed
+
+
+def corners(space: dict[str, Any]) -> list[dict[str, str]]:
+    """Values that touch every bound and every choice of the space (to check before anything starts)."""
+    from optuna.distributions import CategoricalDistribution
+
+    options = {
+        k: ([str(c) for c in d.choices] if isinstance(d, CategoricalDistribution) else [str(d.low), str(d.high)])
+        for k, d in space.items()
+    }
+    return [{k: v[min(i, len(v) - 1)] for k, v in options.items()} for i in range(max(map(len, options.values())))]

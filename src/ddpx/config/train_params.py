@@ -10,58 +10,104 @@ from ddpx.contract.records import Param
 
 TRAIN_PARAMS: dict[str, Param] = {
     "max_epochs": Param(10, "epochs to train at most (0 evaluates the initial model)", minimum=0),
-    "batch_size": Param(64, "samples per process per micro-batch (the global batch is this times the world size "
-                        "times train.accumulate)", minimum=1),
-    "accumulate": Param(1, "micro-batches per optimizer step (gradient accumulation; DDP all-reduces once per step)",
-                        minimum=1),
-    "clip_grad_norm": Param(0.0, "clip the gradients' total 2-norm to this before each optimizer step, and log the "
-                            "norm with the loss (0: off)", minimum=0),
+    "batch_size": Param(
+        64,
+        "samples per process per micro-batch (the global batch is this times the world size times train.accumulate)",
+        minimum=1,
+    ),
+    "accumulate": Param(
+        1, "micro-batches per optimizer step (gradient accumulation; DDP all-reduces once per step)", minimum=1
+    ),
+    "clip_grad_norm": Param(
+        0.0,
+        "clip the gradients' total 2-norm to this before each optimizer step, and log the norm with the loss (0: off)",
+        minimum=0,
+    ),
     "eval_batch_size": Param(512, "samples per process per step when evaluating", minimum=1),
     "lr": Param(0.1, "learning rate", above=0),
     "weight_decay": Param(0.0, "weight decay", minimum=0),
     "momentum": Param(0.0, "momentum (sgd only)", minimum=0, below=1),
-    "optimizer": Param("sgd", "optimizer (a registered optimizer: sgd, adam, adamw, or a plugin's)", registry="optimizers"),
+    "optimizer": Param(
+        "sgd", "optimizer (a registered optimizer: sgd, adam, adamw, or a plugin's)", registry="optimizers"
+    ),
     "seed": Param(0, "seed for data splits, initial weights and shuffling", minimum=0, maximum=2**32 - 1),
-    "select_by": Param("metric", "which epoch's weights the run keeps (and what train.patience waits for): metric, "
-                       "the best dev metric (ties: the lower dev loss), or loss, the lowest dev loss (ties: the better "
-                       "metric), as Chemprop's default and Lightning's val_loss checkpoints choose",
-                       choices=("metric", "loss")),
+    "select_by": Param(
+        "metric",
+        "which epoch's weights the run keeps (and what train.patience waits for): metric, "
+        "the best dev metric (ties: the lower dev loss), or loss, the lowest dev loss (ties: the better "
+        "metric), as Chemprop's default and Lightning's val_loss checkpoints choose",
+        choices=("metric", "loss"),
+    ),
     "patience": Param(3, "stop after this many epochs without dev improvement (0: never stop early)", minimum=0),
-    "precision": Param("fp32", "fp32 (or 32), or bf16 / fp16 mixed precision with torch.autocast (fp16 needs a GPU)",
-                       choices=("fp32", "32", "bf16", "fp16")),
-    "lr_schedule": Param("constant", "learning-rate schedule, stepped every optimizer step (a registered schedule: "
-                         "constant, step, cosine, onecycle, noam, or a plugin's)", registry="schedules"),
+    "precision": Param(
+        "fp32",
+        "fp32 (or 32), or bf16 / fp16 mixed precision with torch.autocast (fp16 needs a GPU)",
+        choices=("fp32", "32", "bf16", "fp16"),
+    ),
+    "lr_schedule": Param(
+        "constant",
+        "learning-rate schedule, stepped every optimizer step (a registered schedule: "
+        "constant, step, cosine, onecycle, noam, or a plugin's)",
+        registry="schedules",
+    ),
     "warmup_steps": Param(0, "optimizer steps of linear warm-up to train.lr before the schedule starts", minimum=0),
-    "warmup_fraction": Param(0.0, "warm-up as a fraction of the run's optimizer steps (instead of train.warmup_steps)",
-                             minimum=0, below=1),
+    "warmup_fraction": Param(
+        0.0, "warm-up as a fraction of the run's optimizer steps (instead of train.warmup_steps)", minimum=0, below=1
+    ),
     "lr_decay_every": Param(30, "the step schedule: epochs between decays", minimum=1),
-    "lr_decay_factor": Param(0.1, "the step schedule: the factor the rate is multiplied by at each decay", above=0,
-                             maximum=1),
-    "noam_warmup_epochs": Param(2, "the noam schedule: epochs of linear warm-up from train.noam_init_lr_ratio × "
-                                "train.lr to train.lr", minimum=0),
-    "noam_init_lr_ratio": Param(0.1, "the noam schedule: the first step's learning rate as a fraction of train.lr",
-                                above=0, maximum=1),
-    "noam_final_lr_ratio": Param(0.1, "the noam schedule: the learning rate at the end of the run as a fraction of "
-                                 "train.lr (reached by exponential decay after the warm-up)", above=0, maximum=1),
+    "lr_decay_factor": Param(
+        0.1, "the step schedule: the factor the rate is multiplied by at each decay", above=0, maximum=1
+    ),
+    "noam_warmup_epochs": Param(
+        2, "the noam schedule: epochs of linear warm-up from train.noam_init_lr_ratio × train.lr to train.lr", minimum=0
+    ),
+    "noam_init_lr_ratio": Param(
+        0.1, "the noam schedule: the first step's learning rate as a fraction of train.lr", above=0, maximum=1
+    ),
+    "noam_final_lr_ratio": Param(
+        0.1,
+        "the noam schedule: the learning rate at the end of the run as a fraction of "
+        "train.lr (reached by exponential decay after the warm-up)",
+        above=0,
+        maximum=1,
+    ),
     "channels_last": Param(False, "channels-last memory format for 4-D inputs (convnets)"),
     "compile": Param(False, "wrap the DDP model in torch.compile"),
     "sampler": Param("distributed", "training sampler (a registered sampler name)", registry="samplers"),
-    "wrapper": Param("ddp", "how the model is made data-parallel: ddp, allreduce, dp (a registered wrapper)",
-                     registry="wrappers"),
+    "wrapper": Param(
+        "ddp", "how the model is made data-parallel: ddp, allreduce, dp (a registered wrapper)", registry="wrappers"
+    ),
     "check_sync": Param(False, "after every step, check that all ranks hold the same parameters (slow; debugging)"),
-    "time_phases": Param(False, "time each epoch's training phases on rank 0 (waiting for batches, forward, backward "
-                         "with DDP's all-reduce, optimizer step) and log their sums as batch_s, forward_s, backward_s "
-                         "and optimizer_s (on a GPU each phase waits for the device)"),
-    "profile_steps": Param(0, "trace this many optimizer steps on rank 0 with torch.profiler, after 7 steps of "
-                           "warm-up and within one epoch, into the run folder's profile/ (trace.json for Perfetto, "
-                           "ops.txt: the operators by their own time; 0: off)", minimum=0),
+    "time_phases": Param(
+        False,
+        "time each epoch's training phases on rank 0 (waiting for batches, forward, backward "
+        "with DDP's all-reduce, optimizer step) and log their sums as batch_s, forward_s, backward_s "
+        "and optimizer_s (on a GPU each phase waits for the device)",
+    ),
+    "profile_steps": Param(
+        0,
+        "trace this many optimizer steps on rank 0 with torch.profiler, after 7 steps of "
+        "warm-up and within one epoch, into the run folder's profile/ (trace.json for Perfetto, "
+        "ops.txt: the operators by their own time; 0: off)",
+        minimum=0,
+    ),
     "num_workers": Param(0, "DataLoader worker processes per rank", minimum=0),
-    "stop_check_every": Param(0, "steps between checks for a stop request (SIGUSR1: checkpoint, then stop); "
-                              "0: about one check a second, from the measured step time", minimum=0),
-    "drop_last": Param(False, "drop each epoch's last incomplete training batch (batch norm needs more than one sample)"),
+    "stop_check_every": Param(
+        0,
+        "steps between checks for a stop request (SIGUSR1: checkpoint, then stop); "
+        "0: about one check a second, from the measured step time",
+        minimum=0,
+    ),
+    "drop_last": Param(
+        False, "drop each epoch's last incomplete training batch (batch norm needs more than one sample)"
+    ),
     "init_from": Param("", "a ddpx checkpoint whose model weights the run starts from"),
-    "log_every_n_steps": Param(50, "log rank 0's training loss and the learning rate every N optimizer steps, "
-                               "over the global step (0: per epoch only)", minimum=0),
+    "log_every_n_steps": Param(
+        50,
+        "log rank 0's training loss and the learning rate every N optimizer steps, "
+        "over the global step (0: per epoch only)",
+        minimum=0,
+    ),
 }
 
 META_PARAMS: dict[str, Param] = {

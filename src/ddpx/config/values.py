@@ -10,7 +10,8 @@ TOML: ``dataset.label_columns=["FDA_APPROVED", "CT_TOX"]``.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ddpx.contract.errors import UserError, did_you_mean
 from ddpx.contract.records import Param
@@ -69,8 +70,7 @@ def coerce(key: str, value: Any, param: Param, *, from_text: bool) -> Any:
         value = _check_type(value, expected)
     except ValueError:
         raise UserError(
-            f"'{key}' must be {_type_name(param.default)}, not {value!r}. "
-            f"For example: {key}={_example(param.default)}."
+            f"'{key}' must be {_type_name(param.default)}, not {value!r}. For example: {key}={_example(param.default)}."
         ) from None
     _check_limits(key, value, param)
     return value
@@ -141,8 +141,10 @@ def _check_url(key: str, value: str, schemes: tuple[str, ...]) -> None:
 
     if value and (urlsplit(value).scheme.lower() not in schemes or not urlsplit(value).netloc):
         allowed = " or ".join(f"{s}://" for s in schemes)
-        raise UserError(f"'{key}' must be a {allowed} address, not {value!r}. To use a file you already have, "
-                        "point the dataset's path key at it instead.")
+        raise UserError(
+            f"'{key}' must be a {allowed} address, not {value!r}. To use a file you already have, "
+            "point the dataset's path key at it instead."
+        )
 
 
 def _check_limits(key: str, value: Any, param: Param) -> None:
@@ -151,7 +153,9 @@ def _check_limits(key: str, value: Any, param: Param) -> None:
         _check_url(key, value, param.schemes)
     if param.choices is not None and value not in param.choices:
         options = ", ".join(str(c) for c in param.choices)
-        raise UserError(f"'{key}' must be one of {options}, not {value!r}.{did_you_mean(str(value), map(str, param.choices))}")
+        raise UserError(
+            f"'{key}' must be one of {options}, not {value!r}.{did_you_mean(str(value), map(str, param.choices))}"
+        )
     if param.minimum is not None and value < param.minimum:
         raise UserError(f"'{key}' must be at least {param.minimum}, not {value!r}.")
     if param.above is not None and value <= param.above:

@@ -29,7 +29,8 @@ Writing a plugin — everything a plugin needs comes from :mod:`ddpx.api`::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ddpx.contract.markers import hookspec
 
@@ -52,8 +53,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 # --- Registration: the components of a run ---------------------------------------------------
 
+
 @hookspec
-def register_tasks(register: Callable[["TaskSpec"], None]) -> None:
+def register_tasks(register: Callable[[TaskSpec], None]) -> None:
     """Register tasks: a dataset with its splits, its loss and its judging metric.
 
     Call ``register(TaskSpec(...))`` once per task. ``TaskSpec.build_data`` runs on every rank
@@ -63,7 +65,7 @@ def register_tasks(register: Callable[["TaskSpec"], None]) -> None:
 
 
 @hookspec
-def register_models(register: Callable[["ModelSpec"], None]) -> None:
+def register_models(register: Callable[[ModelSpec], None]) -> None:
     """Register model families a recipe can name with ``model.name``.
 
     Call ``register(ModelSpec(...))`` once per model. ``ModelSpec.build(params, info)`` returns
@@ -73,7 +75,7 @@ def register_models(register: Callable[["ModelSpec"], None]) -> None:
 
 
 @hookspec
-def register_metrics(register: Callable[["MetricSpec"], None]) -> None:
+def register_metrics(register: Callable[[MetricSpec], None]) -> None:
     """Register metrics, computed once over a complete gathered split (never per shard).
 
     Call ``register(MetricSpec(...))`` once per metric. A task names its metric; the held-out
@@ -84,7 +86,7 @@ def register_metrics(register: Callable[["MetricSpec"], None]) -> None:
 
 
 @hookspec
-def register_samplers(register: Callable[["SamplerSpec"], None]) -> None:
+def register_samplers(register: Callable[[SamplerSpec], None]) -> None:
     """Register training samplers a recipe can name with ``train.sampler``.
 
     A sampler gives each rank its part of the training split and reshuffles on
@@ -94,7 +96,7 @@ def register_samplers(register: Callable[["SamplerSpec"], None]) -> None:
 
 
 @hookspec
-def register_wrappers(register: Callable[["WrapperSpec"], None]) -> None:
+def register_wrappers(register: Callable[[WrapperSpec], None]) -> None:
     """Register model wrappers a recipe can name with ``train.wrapper``.
 
     Call ``register(WrapperSpec(...))`` once per wrapper. ``WrapperSpec.wrap(model, device)``
@@ -105,7 +107,7 @@ def register_wrappers(register: Callable[["WrapperSpec"], None]) -> None:
 
 
 @hookspec
-def register_optimizers(register: Callable[["OptimizerSpec"], None]) -> None:
+def register_optimizers(register: Callable[[OptimizerSpec], None]) -> None:
     """Register optimizers a recipe can name with ``train.optimizer``.
 
     ``OptimizerSpec.build(parameters, train)`` returns a ``torch.optim.Optimizer`` for the
@@ -115,7 +117,7 @@ def register_optimizers(register: Callable[["OptimizerSpec"], None]) -> None:
 
 
 @hookspec
-def register_schedules(register: Callable[["ScheduleSpec"], None]) -> None:
+def register_schedules(register: Callable[[ScheduleSpec], None]) -> None:
     """Register learning-rate schedules a recipe can name with ``train.lr_schedule``.
 
     ``ScheduleSpec.build(optimizer, train, total_steps)`` returns a torch LR scheduler stepped
@@ -127,8 +129,9 @@ def register_schedules(register: Callable[["ScheduleSpec"], None]) -> None:
 
 # --- Registration: how a run is started and recorded ------------------------------------------
 
+
 @hookspec
-def register_backends(register: Callable[["BackendSpec"], None]) -> None:
+def register_backends(register: Callable[[BackendSpec], None]) -> None:
     """Register ``torch.distributed`` backends (``nccl``, ``gloo``, ...) for ``--backend``.
 
     ``BackendSpec.unusable_reason`` is checked before any process starts, so asking for a
@@ -137,7 +140,7 @@ def register_backends(register: Callable[["BackendSpec"], None]) -> None:
 
 
 @hookspec
-def register_launchers(register: Callable[["LauncherSpec"], None]) -> None:
+def register_launchers(register: Callable[[LauncherSpec], None]) -> None:
     """Register launchers for ``--launcher``: ways to start every rank of a job.
 
     A launcher starts the worker once per rank — :func:`ddpx.api.run_rank` in a process it
@@ -148,7 +151,7 @@ def register_launchers(register: Callable[["LauncherSpec"], None]) -> None:
 
 
 @hookspec
-def register_trackers(register: Callable[["TrackerSpec"], None]) -> None:
+def register_trackers(register: Callable[[TrackerSpec], None]) -> None:
     """Register experiment trackers for ``--tracking``.
 
     A tracker is created on rank 0 only and receives the run's parameters, per-epoch metrics,
@@ -157,7 +160,7 @@ def register_trackers(register: Callable[["TrackerSpec"], None]) -> None:
 
 
 @hookspec
-def register_recipes(register: Callable[["RecipeSource"], None]) -> None:
+def register_recipes(register: Callable[[RecipeSource], None]) -> None:
     """Register recipe files (TOML) shipped by a plugin, listed by ``ddpx recipes``.
 
     Call ``register(RecipeSource(path))`` once per file.
@@ -165,6 +168,7 @@ def register_recipes(register: Callable[["RecipeSource"], None]) -> None:
 
 
 # --- Planning: the launching process, before any rank starts ------------------------------------
+
 
 @hookspec(firstresult=True)
 def ddpx_resolve_backend(nproc_per_node: int, gpus: int) -> str | None:
@@ -178,23 +182,24 @@ def ddpx_resolve_backend(nproc_per_node: int, gpus: int) -> str | None:
 
 # --- The rank's run: called on every rank, at the same point ------------------------------------
 
+
 @hookspec
-def ddpx_fit_start(context: "FitContext") -> None:
+def ddpx_fit_start(context: FitContext) -> None:
     """Called on every rank once the model is wrapped for DDP, before the first epoch."""
 
 
 @hookspec
-def ddpx_epoch_end(context: "FitContext", epoch: int, metrics: Mapping[str, float]) -> None:
+def ddpx_epoch_end(context: FitContext, epoch: int, metrics: Mapping[str, float]) -> None:
     """Called on every rank after each epoch's dev evaluation with that epoch's metrics."""
 
 
 @hookspec
-def ddpx_fit_end(context: "FitContext", result: "RunSummary") -> None:
+def ddpx_fit_end(context: FitContext, result: RunSummary) -> None:
     """Called on every rank after the held-out evaluation of the best model."""
 
 
 @hookspec
-def ddpx_preempted(context: "FitContext") -> None:
+def ddpx_preempted(context: FitContext) -> None:
     """Called on every rank after a stop request (SIGUSR1) was checkpointed, before the ranks exit.
 
     The run continues from that checkpoint when it is started again; a launcher that can start it
@@ -208,20 +213,20 @@ def hook_names() -> list[str]:
 
 
 __all__: list[Any] = [
-    "register_tasks",
-    "register_models",
-    "register_metrics",
-    "register_samplers",
-    "register_wrappers",
-    "register_optimizers",
-    "register_schedules",
-    "register_backends",
-    "register_launchers",
-    "register_trackers",
-    "register_recipes",
-    "ddpx_fit_start",
     "ddpx_epoch_end",
     "ddpx_fit_end",
+    "ddpx_fit_start",
     "ddpx_preempted",
     "ddpx_resolve_backend",
+    "register_backends",
+    "register_launchers",
+    "register_metrics",
+    "register_models",
+    "register_optimizers",
+    "register_recipes",
+    "register_samplers",
+    "register_schedules",
+    "register_tasks",
+    "register_trackers",
+    "register_wrappers",
 ]

@@ -6,8 +6,9 @@ Plain data, like :mod:`ddpx.contract.specs` (which re-exports every name here).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ddpx.launch.job import Job
@@ -66,7 +67,7 @@ class LaunchOutcome:
 class Launcher(Protocol):
     """Starts the ranks of a job and returns its :class:`LaunchOutcome`."""
 
-    def __call__(self, job: "Job") -> LaunchOutcome: ...
+    def __call__(self, job: Job) -> LaunchOutcome: ...
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,8 @@ class LauncherSpec:
     name: str
     description: str
     launch: Launcher
-    check: Callable[["Job"], None] | None = None
+    check: Callable[[Job], None] | None = None
     submits: Callable[[], bool] | None = None
-    detaches: Callable[["Job"], bool] | None = None
+    detaches: Callable[[Job], bool] | None = None
     options: tuple[LaunchOption, ...] = ()
     elastic: bool = False

@@ -20,6 +20,8 @@ def check_path_name(value: str, key: str) -> str:
     elif any(ord(c) < 32 or ord(c) == 127 for c in value):
         problem = "it holds a control character"
     if problem:
-        raise UserError(f"'{key}' cannot be {value[:60]!r}: {problem}. Use a plain name such as "
-                        f"{key}=my_experiment (letters, digits, '_', '-' and '.').")
+        raise UserError(
+            f"'{key}' cannot be {value[:60]!r}: {problem}. Use a plain name such as "
+            f"{key}=my_experiment (letters, digits, '_', '-' and '.')."
+        )
     return value

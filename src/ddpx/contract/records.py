@@ -7,9 +7,10 @@ Plain data: importing this module imports neither torch nor mlflow.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import torch
@@ -61,7 +62,7 @@ class DataRequest:
     local_rank: int
     barrier: Callable[[], None]
     log: Callable[[str], None] = print
-    device: "torch.device | None" = None
+    device: torch.device | None = None
     inputs: str = ""
 
     @property
@@ -80,9 +81,9 @@ class TaskData:
     record; when it is a file, its content digest identifies the dataset.
     """
 
-    train: "Dataset"
-    dev: "Dataset"
-    heldout: "Dataset"
+    train: Dataset
+    dev: Dataset
+    heldout: Dataset
     info: dict[str, Any] = field(default_factory=dict)
     collate_fn: Callable[[list[Any]], Any] | None = None
     source: str = ""
@@ -102,12 +103,12 @@ class DatasetRecord:
 class FitContext:
     """What lifecycle hooks are told about the rank they run on."""
 
-    job: "Job"
+    job: Job
     rank: int
     world_size: int
     local_rank: int
-    device: "torch.device"
-    model: "torch.nn.Module"
+    device: torch.device
+    model: torch.nn.Module
     run_dir: Path
 
 
@@ -149,6 +150,6 @@ class RunSummary:
         path.write_text(json.dumps(asdict(self), indent=2), encoding="utf-8")
 
     @classmethod
-    def read(cls, path: Path) -> "RunSummary":
+    def read(cls, path: Path) -> RunSummary:
         values = json.loads(path.read_text(encoding="utf-8"))
         return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})

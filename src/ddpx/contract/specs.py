@@ -6,11 +6,12 @@ plugins can describe their components cheaply and build the heavy parts only whe
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ddpx.contract.launch_specs import BackendSpec, Launcher, LauncherSpec, LaunchOption, LaunchOutcome
+from ddpx.contract.launch_specs import BackendSpec, LauncherSpec, LaunchOption, LaunchOutcome
 from ddpx.contract.records import DataRequest, DatasetRecord, Param, TaskData
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -79,14 +80,14 @@ class TaskSpec:
     inputs: tuple[str, ...] = ()
     judged_by: Callable[[Mapping[str, Any]], tuple[str, str]] | None = None
 
-    def for_params(self, params: Mapping[str, Any]) -> "TaskSpec":
+    def for_params(self, params: Mapping[str, Any]) -> TaskSpec:
         """This task with the loss and metric its ``dataset.*`` keys give (itself when fixed)."""
         if self.judged_by is None:
             return self
         loss, metric = self.judged_by(params)
         return replace(self, loss=loss, metric=metric)
 
-    def input_for(self, model: "ModelSpec") -> str:
+    def input_for(self, model: ModelSpec) -> str:
         """The input form a run of ``model`` on this task gets ("" when the task names none)."""
         return model.inputs or (self.inputs[0] if self.inputs else "")
 
@@ -107,7 +108,7 @@ class ModelSpec:
 
     name: str
     description: str
-    build: Callable[[Mapping[str, Any], Mapping[str, Any]], "torch.nn.Module"]
+    build: Callable[[Mapping[str, Any], Mapping[str, Any]], torch.nn.Module]
     params: Mapping[str, Param] = field(default_factory=dict)
     inputs: str = ""
     check: Callable[[Mapping[str, Any]], None] | None = None
@@ -130,7 +131,7 @@ class MetricSpec:
 
     name: str
     description: str
-    compute: Callable[["np.ndarray", "np.ndarray"], float]
+    compute: Callable[[np.ndarray, np.ndarray], float]
     greater_is_better: bool = True
     imports: tuple[str, ...] = ()
 
@@ -142,7 +143,7 @@ class SamplerSpec:
 
     name: str
     description: str
-    build: Callable[..., "Sampler"]
+    build: Callable[..., Sampler]
 
 
 @dataclass(frozen=True)
@@ -163,8 +164,8 @@ class WrapperSpec:
 
     name: str
     description: str
-    wrap: Callable[["torch.nn.Module", "torch.device"], "torch.nn.Module"]
-    check: Callable[["Job"], None] | None = None
+    wrap: Callable[[torch.nn.Module, torch.device], torch.nn.Module]
+    check: Callable[[Job], None] | None = None
     sharded: bool = False
 
 
@@ -173,8 +174,9 @@ class Tracker(Protocol):
 
     run_id: str | None
 
-    def start(self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str],
-              resume_run_id: str | None = None) -> None:
+    def start(
+        self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str], resume_run_id: str | None = None
+    ) -> None:
         """Open a run; with ``resume_run_id``, continue that run (its parameters are already logged)."""
         ...
 
@@ -220,9 +222,9 @@ class TrackerSpec:
 
     name: str
     description: str
-    create: Callable[["Job"], Tracker]
-    check: Callable[["Job"], None] | None = None
-    prepare: Callable[["Job"], None] | None = None
+    create: Callable[[Job], Tracker]
+    check: Callable[[Job], None] | None = None
+    prepare: Callable[[Job], None] | None = None
     imports: tuple[str, ...] = ()
 
 
@@ -240,7 +242,7 @@ class OptimizerSpec:
 
     name: str
     description: str
-    build: Callable[[Any, Mapping[str, Any]], "torch.optim.Optimizer"]
+    build: Callable[[Any, Mapping[str, Any]], torch.optim.Optimizer]
 
 
 @dataclass(frozen=True)
@@ -254,7 +256,7 @@ class ScheduleSpec:
 
     name: str
     description: str
-    build: Callable[["torch.optim.Optimizer", Mapping[str, Any], int], Any]
+    build: Callable[[torch.optim.Optimizer, Mapping[str, Any], int], Any]
     check: Callable[[Mapping[str, Any]], None] | None = None
 
 
@@ -274,7 +276,24 @@ KINDS: Mapping[str, str] = {
 """Every kind of registered component (``register_<kind>`` hooks), with its singular name."""
 
 __all__ = [
-    "TaskSpec", "TablePredictor", "ModelSpec", "MetricSpec", "SamplerSpec", "WrapperSpec", "OptimizerSpec", "ScheduleSpec",
-    "BackendSpec", "LaunchOption", "LaunchOutcome", "LauncherSpec", "Tracker", "TrackerSpec", "RecipeSource",
-    "KINDS", "DataRequest", "DatasetRecord", "Param", "TaskData",
+    "KINDS",
+    "BackendSpec",
+    "DataRequest",
+    "DatasetRecord",
+    "LaunchOption",
+    "LaunchOutcome",
+    "LauncherSpec",
+    "MetricSpec",
+    "ModelSpec",
+    "OptimizerSpec",
+    "Param",
+    "RecipeSource",
+    "SamplerSpec",
+    "ScheduleSpec",
+    "TablePredictor",
+    "TaskData",
+    "TaskSpec",
+    "Tracker",
+    "TrackerSpec",
+    "WrapperSpec",
 ]

@@ -9,8 +9,8 @@ thread count (``_limit_threads`` in :mod:`ddpx.rank.worker`). A value the user e
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 
 def cpu_share(local_ranks: int) -> int:

@@ -43,7 +43,7 @@ class Job:
         return path
 
     @classmethod
-    def load(cls, path: str | Path) -> "Job":
+    def load(cls, path: str | Path) -> Job:
         values = json.loads(Path(path).read_text(encoding="utf-8"))
         values["launch"] = LaunchSettings(**values["launch"])
         values["run_dir"] = RunDir(Path(values["run_dir"]))

@@ -17,8 +17,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 from ddpx.contract.errors import JobFailed, UserError
 from ddpx.contract.records import RunSummary
@@ -62,9 +63,11 @@ def plan_slots(job: Job, parallel: int, submits: bool) -> list[Slot]:
         return [Slot(i) for i in range(parallel)]
     launch = job.launch
     if launch.master_port is not None or launch.nnodes > 1:
-        raise UserError("--parallel runs its trials side by side on this machine, each on a free port of its own: "
-                        "leave out --master-port, --nnodes and --rdzv-endpoint (or submit the trials to a "
-                        "cluster with --launcher slurm).")
+        raise UserError(
+            "--parallel runs its trials side by side on this machine, each on a free port of its own: "
+            "leave out --master-port, --nnodes and --rdzv-endpoint (or submit the trials to a "
+            "cluster with --launcher slurm)."
+        )
     slots = [Slot(i) for i in range(parallel)]
     share_gpus(slots, launch.nproc, launch.backend)
     share_cores(slots, launch.nproc)
@@ -79,10 +82,12 @@ def share_gpus(slots: list[Slot], nproc: int, backend: str) -> None:
     devices = visible.split(",") if visible else [str(i) for i in range(gpus)]
     per_trial = len(devices) // len(slots)
     if per_trial < nproc:
-        raise UserError(f"--parallel {len(slots)} with --nproc {nproc} needs {len(slots) * nproc} GPUs, one per rank; "
-                        f"this machine has {len(devices)}. Lower --parallel or --nproc.")
+        raise UserError(
+            f"--parallel {len(slots)} with --nproc {nproc} needs {len(slots) * nproc} GPUs, one per rank; "
+            f"this machine has {len(devices)}. Lower --parallel or --nproc."
+        )
     for slot in slots:
-        slot.env["CUDA_VISIBLE_DEVICES"] = ",".join(devices[slot.number * per_trial:(slot.number + 1) * per_trial])
+        slot.env["CUDA_VISIBLE_DEVICES"] = ",".join(devices[slot.number * per_trial : (slot.number + 1) * per_trial])
 
 
 def share_cores(slots: list[Slot], nproc: int) -> None:
@@ -90,7 +95,7 @@ def share_cores(slots: list[Slot], nproc: int) -> None:
     per_trial = len(cores) // len(slots)
     for slot in slots:
         if per_trial:
-            slot.env[CPUS_VARIABLE] = ",".join(map(str, cores[slot.number * per_trial:(slot.number + 1) * per_trial]))
+            slot.env[CPUS_VARIABLE] = ",".join(map(str, cores[slot.number * per_trial : (slot.number + 1) * per_trial]))
         if "OMP_NUM_THREADS" not in os.environ:
             slot.env["OMP_NUM_THREADS"] = str(max(1, per_trial // max(1, nproc)))
 
@@ -107,8 +112,12 @@ def start(registry: Registry, trial, slot: Slot) -> Running:
     prepare_job(registry, trial.recipe, trial.job)
     log = trial.job.run_dir.path / "trial.log"
     with log.open("w", encoding="utf-8") as out:
-        process = subprocess.Popen([sys.executable, "-m", "ddpx.launch.trial_process", str(trial.job.run_dir.job_file)],
-                                   env={**os.environ, **slot.env}, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ddpx.launch.trial_process", str(trial.job.run_dir.job_file)],
+            env={**os.environ, **slot.env},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     return Running(trial, slot, process)
 
 
@@ -116,9 +125,14 @@ def collect(running: Running) -> None:
     """Read the ended trial's outcome (and summary) from its run folder."""
     trial, run_dir = running.trial, running.trial.job.run_dir
     outcome_file = run_dir.path / OUTCOME_FILE
-    outcome = json.loads(outcome_file.read_text(encoding="utf-8")) if outcome_file.is_file() else {
-        "status": "FAILED", "error": f"its process exited with status {running.process.returncode}; see "
-                                     f"{run_dir.path / 'trial.log'}"}
+    outcome = (
+        json.loads(outcome_file.read_text(encoding="utf-8"))
+        if outcome_file.is_file()
+        else {
+            "status": "FAILED",
+            "error": f"its process exited with status {running.process.returncode}; see {run_dir.path / 'trial.log'}",
+        }
+    )
     if outcome["status"] == "FINISHED" and run_dir.summary_file.is_file():
         trial.summary = RunSummary.read(run_dir.summary_file)
         trial.summary.run_dir = str(run_dir.path)
@@ -127,8 +141,13 @@ def collect(running: Running) -> None:
         trial.status, trial.error = "FAILED", outcome.get("error") or "no error recorded"
 
 
-def run_side_by_side(registry: Registry, source: TrialSource, slots: list[Slot], begin: Callable[[object], None],
-                     report: Callable[[object], None]) -> None:
+def run_side_by_side(
+    registry: Registry,
+    source: TrialSource,
+    slots: list[Slot],
+    begin: Callable[[object], None],
+    report: Callable[[object], None],
+) -> None:
     """Keep every slot busy until the source has no more trials (``begin(trial)`` before each
     starts, ``report(trial)`` as each ends); Ctrl-C or SIGTERM stops them all."""
     free, running = list(slots), []
@@ -138,8 +157,11 @@ def run_side_by_side(registry: Registry, source: TrialSource, slots: list[Slot],
                 while free and (trial := source.next()) is not None:
                     begin(trial)
                     running.append(start(registry, trial, free.pop(0)))
-                    print(f"ddpx: trial {trial.number} ({trial.label}) started, {running[-1].slot.describe()}; its "
-                          f"output goes to {trial.job.run_dir.path / 'trial.log'}", flush=True)
+                    print(
+                        f"ddpx: trial {trial.number} ({trial.label}) started, {running[-1].slot.describe()}; its "
+                        f"output goes to {trial.job.run_dir.path / 'trial.log'}",
+                        flush=True,
+                    )
                 if not running:
                     return
                 for ended in [r for r in running if r.process.poll() is not None]:
@@ -154,16 +176,20 @@ def run_side_by_side(registry: Registry, source: TrialSource, slots: list[Slot],
             for item in running:
                 collect(item)
                 mark_killed(registry, item)
-            raise JobFailed(f"interrupted; every trial was stopped ({', '.join(str(r.trial.number) for r in running)} "
-                            "were running; each run is marked KILLED).", 130) from None
+            raise JobFailed(
+                f"interrupted; every trial was stopped ({', '.join(str(r.trial.number) for r in running)} "
+                "were running; each run is marked KILLED).",
+                130,
+            ) from None
 
 
 def mark_killed(registry: Registry, running: Running) -> None:
     """Close a stopped trial's run as KILLED from here, once its process is gone: the trial marks
     it itself, but not when it was stopped before its ranks opened the run or killed after the
     grace period."""
-    close_tracking_run(registry, running.trial.job, "KILLED", "interrupted (Ctrl-C or SIGTERM); the sweep stopped "
-                                                            "every trial")
+    close_tracking_run(
+        registry, running.trial.job, "KILLED", "interrupted (Ctrl-C or SIGTERM); the sweep stopped every trial"
+    )
 
 
 def stop_all(running: list[Running]) -> None:

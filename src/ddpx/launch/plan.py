@@ -6,9 +6,10 @@ on this machine, the precision, checkpoints to continue from, the task's own che
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ddpx.config.recipe import Recipe
 from ddpx.contract.errors import UserError
@@ -25,19 +26,30 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
     tracker = registry.get("trackers", settings.tracking, key="--tracking")
     check_rank_layout(settings)
     if settings.elastic and not launcher.elastic:
-        raise UserError(f"--nnodes {settings.node_range} is a range of machines, which only a launcher that re-forms "
-                        f"the job as machines leave or join can run (--launcher torchrun); --launcher "
-                        f"{launcher.name} needs one number, such as --nnodes {settings.nnodes}.")
+        raise UserError(
+            f"--nnodes {settings.node_range} is a range of machines, which only a launcher that re-forms "
+            f"the job as machines leave or join can run (--launcher torchrun); --launcher "
+            f"{launcher.name} needs one number, such as --nnodes {settings.nnodes}."
+        )
     sharded = registry.get("wrappers", recipe.train["wrapper"], key="train.wrapper").sharded
     if sharded and settings.elastic:
-        raise UserError(f"--nnodes {settings.node_range} continues after a change from rank 0's run folder, but "
-                        f"train.wrapper={recipe.train['wrapper']} writes each machine's shards in its own: use "
-                        "train.wrapper=ddp for an elastic job, or a fixed --nnodes.")
+        raise UserError(
+            f"--nnodes {settings.node_range} continues after a change from rank 0's run folder, but "
+            f"train.wrapper={recipe.train['wrapper']} writes each machine's shards in its own: use "
+            "train.wrapper=ddp for an elastic job, or a fixed --nnodes."
+        )
     resume_from = check_checkpoints(recipe, settings.resume, sharded)
     resolved = resolve_for_this_machine(registry, recipe, settings, launcher)
     metric = registry.get("metrics", recipe.task.metric)
-    job = Job(recipe_name=recipe.name, recipe_source=recipe.source, config=recipe.config, launch=resolved,
-              requested=recipe.requested, resume_from=resume_from, imports=[*tracker.imports, *metric.imports, *recipe.model.imports])
+    job = Job(
+        recipe_name=recipe.name,
+        recipe_source=recipe.source,
+        config=recipe.config,
+        launch=resolved,
+        requested=recipe.requested,
+        resume_from=resume_from,
+        imports=[*tracker.imports, *metric.imports, *recipe.model.imports],
+    )
     if launcher.check is not None:
         launcher.check(job)
     wrapper = registry.get("wrappers", recipe.train["wrapper"], key="train.wrapper")
@@ -49,7 +61,9 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
     if recipe.task.check is not None:
         call_task_check(recipe.task.check, recipe.config["dataset"], job.world_size, recipe.model.inputs)
     if recipe.task.train_samples is not None:
-        check_batch_fits(recipe.task.train_samples(recipe.config["dataset"]), recipe.train["batch_size"], job.world_size)
+        check_batch_fits(
+            recipe.task.train_samples(recipe.config["dataset"]), recipe.train["batch_size"], job.world_size
+        )
     if tracker.check is not None:
         tracker.check(job)
     if settings.master_port is not None and settings.node_rank == 0 and not submits(launcher):
@@ -61,25 +75,31 @@ def check_rank_layout(settings: LaunchSettings) -> None:
     if settings.nproc is not None and settings.nproc < 1:
         raise UserError(f"--nproc must be at least 1, not {settings.nproc}.")
     if settings.nnodes < 1 or (settings.min_nodes is not None and not 1 <= settings.min_nodes <= settings.nnodes):
-        raise UserError(f"--nnodes must be at least 1, and a range MIN:MAX needs 1 <= MIN <= MAX, not "
-                        f"{settings.node_range}.")
+        raise UserError(
+            f"--nnodes must be at least 1, and a range MIN:MAX needs 1 <= MIN <= MAX, not {settings.node_range}."
+        )
     if not 0 <= settings.node_rank < settings.nnodes:
-        raise UserError(f"--node-rank must be between 0 and {settings.nnodes - 1} for --nnodes {settings.nnodes}, "
-                        f"not {settings.node_rank}.")
+        raise UserError(
+            f"--node-rank must be between 0 and {settings.nnodes - 1} for --nnodes {settings.nnodes}, "
+            f"not {settings.node_rank}."
+        )
     if settings.max_restarts < 0:
         raise UserError(f"--max-restarts must be 0 or more, not {settings.max_restarts}.")
     if not 0 < settings.timeout_s < float("inf"):  # NaN fails both comparisons
         raise UserError(f"--timeout must be a positive, finite number of seconds, not {settings.timeout_s}.")
     if not 0 <= settings.stall_report_s < float("inf"):
-        raise UserError(f"--stall-report must be 0 (never) or a finite number of seconds, not "
-                        f"{settings.stall_report_s}.")
+        raise UserError(
+            f"--stall-report must be 0 (never) or a finite number of seconds, not {settings.stall_report_s}."
+        )
 
 
 def check_schedule(registry: Registry, train: Mapping[str, Any]) -> None:
     """One warm-up key at a time, and the schedule's own check."""
     if train["warmup_steps"] and train["warmup_fraction"]:
-        raise UserError(f"train.warmup_steps={train['warmup_steps']} and train.warmup_fraction="
-                        f"{train['warmup_fraction']} both set the warm-up; keep one and set the other to 0.")
+        raise UserError(
+            f"train.warmup_steps={train['warmup_steps']} and train.warmup_fraction="
+            f"{train['warmup_fraction']} both set the warm-up; keep one and set the other to 0."
+        )
     schedule = registry.get("schedules", train["lr_schedule"], key="train.lr_schedule")
     if schedule.check is not None:
         schedule.check(train)
@@ -108,8 +128,9 @@ def submits(launcher: LauncherSpec) -> bool:
     return launcher.submits is not None and launcher.submits()
 
 
-def resolve_for_this_machine(registry: Registry, recipe: Recipe, settings: LaunchSettings,
-                             launcher: LauncherSpec) -> LaunchSettings:
+def resolve_for_this_machine(
+    registry: Registry, recipe: Recipe, settings: LaunchSettings, launcher: LauncherSpec
+) -> LaunchSettings:
     """The settings with ``nproc`` and ``backend`` chosen for this machine's GPUs (checked), and
     the experiment named after the recipe unless the user named one."""
     gpus = local_gpu_count()
@@ -124,10 +145,17 @@ def resolve_for_this_machine(registry: Registry, recipe: Recipe, settings: Launc
     if not submits(launcher) and backend.device_type == "cpu":
         warn_if_oversubscribed(nproc)
     if recipe.train["precision"] == "fp16" and backend.device_type != "cuda":
-        raise UserError("train.precision=fp16 needs a GPU (it relies on CUDA gradient scaling). On CPU use "
-                        "train.precision=bf16 or fp32.")
-    return replace(settings, nproc=nproc, backend=backend_name, experiment=settings.experiment or recipe.name,
-                   launcher_options=dict(settings.launcher_options))
+        raise UserError(
+            "train.precision=fp16 needs a GPU (it relies on CUDA gradient scaling). On CPU use "
+            "train.precision=bf16 or fp32."
+        )
+    return replace(
+        settings,
+        nproc=nproc,
+        backend=backend_name,
+        experiment=settings.experiment or recipe.name,
+        launcher_options=dict(settings.launcher_options),
+    )
 
 
 def check_batch_fits(samples: int | None, batch_size: int, world_size: int) -> None:
@@ -136,9 +164,11 @@ def check_batch_fits(samples: int | None, batch_size: int, world_size: int) -> N
         return
     share = -(-samples // world_size)
     if batch_size > share:
-        raise UserError(f"train.batch_size={batch_size} is larger than each rank's share of the training split "
-                        f"({samples} samples over {world_size} rank(s): {share}), so no batch would ever be full. "
-                        f"Use train.batch_size={min(share, batch_size)} or less, fewer ranks, or more data.")
+        raise UserError(
+            f"train.batch_size={batch_size} is larger than each rank's share of the training split "
+            f"({samples} samples over {world_size} rank(s): {share}), so no batch would ever be full. "
+            f"Use train.batch_size={min(share, batch_size)} or less, fewer ranks, or more data."
+        )
 
 
 OVERSUBSCRIBED = 2  # ranks per core beyond which a CPU job is mostly waiting for cores
@@ -151,8 +181,11 @@ def warn_if_oversubscribed(nproc: int) -> None:
 
     cores = os.cpu_count() or 1
     if nproc > OVERSUBSCRIBED * cores:
-        print(f"ddpx: warning: --nproc {nproc} starts {nproc} ranks on this machine's {cores} CPU core(s); they take "
-              f"turns on the cores and the job runs slower than with --nproc {cores}.", file=sys.stderr)
+        print(
+            f"ddpx: warning: --nproc {nproc} starts {nproc} ranks on this machine's {cores} CPU core(s); they take "
+            f"turns on the cores and the job runs slower than with --nproc {cores}.",
+            file=sys.stderr,
+        )
 
 
 def call_task_check(check: Callable[..., None], params: Mapping[str, Any], world_size: int, inputs: str = "") -> None:
@@ -183,5 +216,7 @@ def check_port_free(host: str, port: int) -> None:
         except OSError as exc:
             if exc.errno == errno.EADDRNOTAVAIL:  # not an address of this machine: another node's, for multi-node
                 return
-            raise UserError(f"--master-port {port} on {host} is already in use by another program ({exc.strerror}). "
-                            "Choose another port, or leave --master-port out to let ddpx pick a free one.") from None
+            raise UserError(
+                f"--master-port {port} on {host} is already in use by another program ({exc.strerror}). "
+                "Choose another port, or leave --master-port out to let ddpx pick a free one."
+            ) from None

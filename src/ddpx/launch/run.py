@@ -69,8 +69,12 @@ def run_job(registry: Registry, recipe: Recipe, job: Job) -> RunSummary | None:
         discard_unstarted(job.run_dir)
         raise
     except OSError as exc:  # a full disk before the ranks wrote anything (the launcher's own files)
-        full = disk_full_error(exc, job.run_dir.path, "the launcher's files", "Free space there, or give --run-dir "
-                               "a folder on a larger disk.")
+        full = disk_full_error(
+            exc,
+            job.run_dir.path,
+            "the launcher's files",
+            "Free space there, or give --run-dir a folder on a larger disk.",
+        )
         if full is None:
             raise
         discard_unstarted(job.run_dir)
@@ -88,8 +92,9 @@ def prepare_job(registry: Registry, recipe: Recipe, job: Job) -> None:
             tracker.prepare(job)
     except Exception as exc:
         folder = job.run_dir.path if job.run_dir else Path(job.launch.runs_dir or DEFAULT_ROOT)
-        full = disk_full_error(exc, folder, "the job's definition", "Free space there, or give --run-dir a folder on a "
-                               "larger disk.")
+        full = disk_full_error(
+            exc, folder, "the job's definition", "Free space there, or give --run-dir a folder on a larger disk."
+        )
         if full is None:
             raise
         if job.run_dir is not None:
@@ -136,13 +141,20 @@ def read_outcome(registry: Registry, job: Job, outcome: LaunchOutcome) -> RunSum
         raise JobFailed(f"the run {reason}. Continue it with `ddpx recipe {job.requested} --resume auto`.", 75)
     if status == 130:
         close_tracking_run(registry, job, "KILLED", "interrupted (Ctrl-C or SIGTERM); every rank was stopped")
-        raise JobFailed(f"interrupted; every rank was stopped. The run folder is {run_dir.path}; continue with "
-                        f"`ddpx recipe {job.requested} --resume auto`.", 130)
+        raise JobFailed(
+            f"interrupted; every rank was stopped. The run folder is {run_dir.path}; continue with "
+            f"`ddpx recipe {job.requested} --resume auto`.",
+            130,
+        )
     if status == 0 and (job.launch.nnodes > 1 or outcome.detached) and not run_dir.summary_file.is_file():
         return None
     if outcome.killed or status != 0 or not run_dir.summary_file.is_file():
-        failure = with_stalls(run_dir, killed_failure(run_dir, outcome.killed) if outcome.killed else
-                              job_failure(run_dir, status, no_record_message(run_dir, status)))
+        failure = with_stalls(
+            run_dir,
+            killed_failure(run_dir, outcome.killed)
+            if outcome.killed
+            else job_failure(run_dir, status, no_record_message(run_dir, status)),
+        )
         close_tracking_run(registry, job, "FAILED", str(failure))
         raise failure
     summary = RunSummary.read(run_dir.summary_file)
@@ -152,9 +164,12 @@ def read_outcome(registry: Registry, job: Job, outcome: LaunchOutcome) -> RunSum
 
 def killed_failure(run_dir: RunDir, killed: list[tuple[int, str]]) -> JobFailed:
     rank, name = killed[0]
-    return JobFailed(f"rank {rank} was killed by {name}, so the job stopped (the other ranks' errors follow from it). "
-                     "SIGKILL often means the machine ran out of memory (`dmesg` tells) or a scheduler ended the "
-                     f"job. The run folder is {run_dir.path}.", 1)
+    return JobFailed(
+        f"rank {rank} was killed by {name}, so the job stopped (the other ranks' errors follow from it). "
+        "SIGKILL often means the machine ran out of memory (`dmesg` tells) or a scheduler ended the "
+        f"job. The run folder is {run_dir.path}.",
+        1,
+    )
 
 
 def no_record_message(run_dir: RunDir, status: int) -> str:
@@ -162,8 +177,10 @@ def no_record_message(run_dir: RunDir, status: int) -> str:
     message = f"the job exited with status {status} and no rank recorded an error; see {run_dir.path}{log}"
     free = shutil.disk_usage(run_dir.path).free
     if free < 1 << 20:  # a rank cannot record its error on a full disk
-        return (f"the job exited with status {status}, and no rank could record its error: the likely cause is "
-                + disk_full_message(run_dir.path, "their records", RESUME_FIX))
+        return (
+            f"the job exited with status {status}, and no rank could record its error: the likely cause is "
+            + disk_full_message(run_dir.path, "their records", RESUME_FIX)
+        )
     return message
 
 

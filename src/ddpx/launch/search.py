@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ddpx.config.recipe import resolve_recipe
-from ddpx.config.search_space import build_pruner, choices, is_space, parse_space, pruner_warmup
-from ddpx.config.values import parse_override
+from ddpx.config.search_space import build_pruner, corners, parse_space_arguments, pruner_warmup
 from ddpx.contract.errors import UserError
 from ddpx.contract.records import RunSummary
 from ddpx.launch.plan import plan_job
@@ -58,45 +57,14 @@ class Search:
     interrupted: int = 0  # a resumed study's trials that were cut off (marked FAIL, queued again)
 
 
-def parse_space_arguments(arguments: tuple[str, ...] | list[str]) -> tuple[dict[str, Any], dict[str, str], list[str]]:
-    """Split ``KEY=space`` (and ``KEY=A,B``, a choice) from ``KEY=VALUE`` (fixed) arguments."""
-    from optuna.distributions import CategoricalDistribution
-
-    space, texts, fixed = {}, {}, []
-    for text in arguments:
-        key, value = parse_override(text)
-        if key in space:
-            raise UserError(f"'{key}' is searched twice; give its space once.")
-        if is_space(value):
-            space[key], texts[key] = parse_space(key, value), value
-        elif "," in value:
-            listed = [v.strip() for v in value.split(",")]
-            space[key], texts[key] = CategoricalDistribution(choices(listed)), f"choice({','.join(dict.fromkeys(listed))})"
-        else:
-            fixed.append(text)
-    if not space:
-        raise UserError("a search needs a space: write KEY=loguniform(LOW,HIGH), KEY=int(LOW,HIGH) or "
-                        "KEY=choice(A,B), for example `ddpx sweep mlp_synthetic 'train.lr=loguniform(0.01,0.3)' "
-                        "--search optuna --trials 8`.")
-    return space, texts, fixed
-
-
-def corners(space: dict[str, Any]) -> list[dict[str, str]]:
-    """Values that touch every bound and every choice of the space (to check before anything starts)."""
-    from optuna.distributions import CategoricalDistribution
-
-    options = {k: ([str(c) for c in d.choices] if isinstance(d, CategoricalDistribution) else [str(d.low), str(d.high)])
-               for k, d in space.items()}
-    return [{k: v[min(i, len(v) - 1)] for k, v in options.items()} for i in range(max(map(len, options.values())))]
-
-
 def default_storage(settings: LaunchSettings) -> str:
     """``sqlite:///<run folders' parent>/optuna.db`` (the folder is made when the study is)."""
     return f"sqlite:///{Path(settings.runs_dir or DEFAULT_ROOT).resolve() / 'optuna.db'}"
 
 
-def plan_search(registry: Registry, recipe_name: str, arguments, settings: LaunchSettings,
-                options: SearchOptions) -> Search:
+def plan_search(
+    registry: Registry, recipe_name: str, arguments, settings: LaunchSettings, options: SearchOptions
+) -> Search:
     """Check the space, every key at every bound and choice, and the launch; nothing is started."""
     from optuna.distributions import CategoricalDistribution
 
@@ -110,9 +78,15 @@ def plan_search(registry: Registry, recipe_name: str, arguments, settings: Launc
     if options.sampler == "grid" and not all(isinstance(d, CategoricalDistribution) for d in space.values()):
         raise UserError("--sampler grid needs a space of choices only (KEY=A,B or KEY=choice(A,B)).")
     metric = registry.get("metrics", recipe.task.metric)
-    return Search(sweep=sweep, space=space, texts=texts, options=options, settings=settings,
-                  storage=options.storage or default_storage(settings),
-                  direction="maximize" if metric.greater_is_better else "minimize")
+    return Search(
+        sweep=sweep,
+        space=space,
+        texts=texts,
+        options=options,
+        settings=settings,
+        storage=options.storage or default_storage(settings),
+        direction="maximize" if metric.greater_is_better else "minimize",
+    )
 
 
 def check_options(options: SearchOptions) -> None:
@@ -141,15 +115,26 @@ def create_study(search: Search, max_epochs: int):
     recipe = search.sweep.trials[0].recipe.name
     if not options.resume:
         name = f"{recipe}-{time.strftime('%Y%m%d-%H%M%S')}"
-        return optuna.create_study(storage=search.storage, study_name=name, direction=search.direction,
-                                   sampler=build_sampler(search, 0), pruner=pruner)
+        return optuna.create_study(
+            storage=search.storage,
+            study_name=name,
+            direction=search.direction,
+            sampler=build_sampler(search, 0),
+            pruner=pruner,
+        )
     earlier = [s for s in optuna.get_all_study_summaries(search.storage) if s.study_name.startswith(f"{recipe}-")]
     if not earlier:
-        raise UserError(f"--resume: no earlier search of {recipe} in {search.storage}. Start one without --resume "
-                        "(or give --study-storage the storage it used).")
+        raise UserError(
+            f"--resume: no earlier search of {recipe} in {search.storage}. Start one without --resume "
+            "(or give --study-storage the storage it used)."
+        )
     latest = max(earlier, key=lambda s: s.study_name)  # names end with their start time
-    study = optuna.load_study(study_name=latest.study_name, storage=search.storage, pruner=pruner,
-                              sampler=build_sampler(search, latest.n_trials))
+    study = optuna.load_study(
+        study_name=latest.study_name,
+        storage=search.storage,
+        pruner=pruner,
+        sampler=build_sampler(search, latest.n_trials),
+    )
     storage = optuna.storages.get_storage(search.storage)
     for interrupted in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
         storage.set_trial_state_values(interrupted._trial_id, optuna.trial.TrialState.FAIL)
@@ -180,10 +165,16 @@ def earlier_trials(registry: Registry, search: Search, study) -> list[Trial]:
         if not folder or not RunDir(Path(folder)).summary_file.is_file():
             continue
         values = {k: str(v) for k, v in frozen.params.items()}
-        recipe = resolve_recipe(registry, search.sweep.recipe_name, [*search.sweep.fixed,
-                                                                     *(f"{k}={v}" for k, v in values.items())])
-        trial = Trial(frozen.number + 1, values, recipe, plan_job(registry, recipe, search.settings),
-                      status="PRUNED" if frozen.state == TrialState.PRUNED else "FINISHED")
+        recipe = resolve_recipe(
+            registry, search.sweep.recipe_name, [*search.sweep.fixed, *(f"{k}={v}" for k, v in values.items())]
+        )
+        trial = Trial(
+            frozen.number + 1,
+            values,
+            recipe,
+            plan_job(registry, recipe, search.settings),
+            status="PRUNED" if frozen.state == TrialState.PRUNED else "FINISHED",
+        )
         trial.job.run_dir = RunDir(Path(folder))
         trial.summary = RunSummary.read(trial.job.run_dir.summary_file)
         done.append(trial)
@@ -225,12 +216,18 @@ class StudyTrials:
             self.study.set_user_attr("ddpx.parent_run_id", search.sweep.parent_run_id)
         asked = self.study.ask(search.space)
         values = {k: str(v) for k, v in asked.params.items()}
-        recipe = resolve_recipe(self.registry, search.sweep.recipe_name,
-                                [*search.sweep.fixed, *(f"{k}={v}" for k, v in values.items())])
+        recipe = resolve_recipe(
+            self.registry, search.sweep.recipe_name, [*search.sweep.fixed, *(f"{k}={v}" for k, v in values.items())]
+        )
         trial = Trial(asked.number + 1, values, recipe, plan_job(self.registry, recipe, search.settings))
-        trial.job.search = {"storage": search.storage, "study": self.study.study_name, "trial_id": asked._trial_id,
-                            "pruner": options.pruner, "max_epochs": recipe.train["max_epochs"],
-                            "pruner_warmup": pruner_warmup(options.pruner_warmup, recipe.train["max_epochs"])}
+        trial.job.search = {
+            "storage": search.storage,
+            "study": self.study.study_name,
+            "trial_id": asked._trial_id,
+            "pruner": options.pruner,
+            "max_epochs": recipe.train["max_epochs"],
+            "pruner_warmup": pruner_warmup(options.pruner_warmup, recipe.train["max_epochs"]),
+        }
         search.sweep.trials.append(trial)
         self.asked[trial.number] = asked
         return trial
@@ -261,7 +258,12 @@ def parent_run_of(study) -> str | None:
 def search_params(search: Search, study) -> dict[str, Any]:
     """What the parent run records about the search, beside the swept keys."""
     options = search.options
-    return {"sweep.search": "optuna", "sweep.sampler": options.sampler, "sweep.pruner": options.pruner,
-            "sweep.pruner_warmup": "max_epochs/5" if options.pruner_warmup is None else options.pruner_warmup,
-            "sweep.study": study.study_name, "sweep.study_storage": search.storage,
-            "sweep.trials": options.trials or "grid"}
+    return {
+        "sweep.search": "optuna",
+        "sweep.sampler": options.sampler,
+        "sweep.pruner": options.pruner,
+        "sweep.pruner_warmup": "max_epochs/5" if options.pruner_warmup is None else options.pruner_warmup,
+        "sweep.study": study.study_name,
+        "sweep.study_storage": search.storage,
+        "sweep.trials": options.trials or "grid",
+    }

@@ -23,9 +23,13 @@ class LaunchSettings:
 
     launcher: str = _option("spawn", "How ranks start: spawn, torchrun, slurm, or a plugin's.")
     nproc: int | None = _option(None, "Ranks per node.  [default: one per GPU, or 2 without GPUs]", kind=int)
-    nnodes: int = _option(1, "Number of machines, or MIN:MAX for an elastic torchrun job that goes on while at least "
-                          "MIN take part (restarted from its last checkpoint when a machine leaves or joins).",
-                          kind=str, metavar="N|MIN:MAX")
+    nnodes: int = _option(
+        1,
+        "Number of machines, or MIN:MAX for an elastic torchrun job that goes on while at least "
+        "MIN take part (restarted from its last checkpoint when a machine leaves or joins).",
+        kind=str,
+        metavar="N|MIN:MAX",
+    )
     min_nodes: int | None = None  # an elastic job's least number of machines (``--nnodes MIN:MAX``); nnodes is MAX
     node_rank: int = _option(0, "This machine's index (multi-node).")
     master_addr: str = _option("127.0.0.1", "Address of node 0 (spawn launcher).")
@@ -34,24 +38,46 @@ class LaunchSettings:
     max_restarts: int = _option(0, "Restarts on failure (torchrun).")
     backend: str = _option("auto", "auto (nccl with one GPU per rank, else gloo), nccl or gloo.")
     tracking: str = _option("mlflow", "Tracker: mlflow, or none to disable.")
-    tracking_uri: str | None = _option(None, "MLflow store or server.  [default: sqlite:///mlflow.db here]",
-                                       envvar="MLFLOW_TRACKING_URI")
-    experiment: str | None = _option(None, "MLflow experiment.  [default: the recipe's name; a sweep's trials "
-                                     "join their parent there]")
-    system_metrics: bool = _option(True, "Record CPU, memory and GPU use with the run (MLflow system metrics, rank 0; "
-                                   "env DDPX_SYSTEM_METRICS).", "--system-metrics/--no-system-metrics",
-                                   envvar="DDPX_SYSTEM_METRICS")
+    tracking_uri: str | None = _option(
+        None, "MLflow store or server.  [default: sqlite:///mlflow.db here]", envvar="MLFLOW_TRACKING_URI"
+    )
+    experiment: str | None = _option(
+        None, "MLflow experiment.  [default: the recipe's name; a sweep's trials join their parent there]"
+    )
+    system_metrics: bool = _option(
+        True,
+        "Record CPU, memory and GPU use with the run (MLflow system metrics, rank 0; env DDPX_SYSTEM_METRICS).",
+        "--system-metrics/--no-system-metrics",
+        envvar="DDPX_SYSTEM_METRICS",
+    )
     runs_dir: str | None = _option(None, "Folder for run folders.  [default: ./ddpx-runs]", "--run-dir")
-    timeout_s: float = _option(1800.0, "Seconds a rank waits for the others in a collective before the job fails.",
-                               "--timeout")
-    stall_report_s: float = _option(300.0, "Report ranks that make no progress for this many seconds (which phase, "
-                                    "which collective, their pids); 0: never.", "--stall-report")
-    log_model: bool = _option(True, "Log the best model as an MLflow model at the end (a few seconds; env "
-                              "DDPX_LOG_MODEL).", "--log-model/--no-log-model", envvar="DDPX_LOG_MODEL")
-    register: str | None = _option(None, "Also register the best model as a new version of this MLflow registered "
-                                   "model.", metavar="NAME", only="recipe")
-    resume: str | None = _option(None, "Continue the latest run of this recipe (auto) or from a checkpoint file.",
-                                 metavar="auto|PATH", only="recipe")
+    timeout_s: float = _option(
+        1800.0, "Seconds a rank waits for the others in a collective before the job fails.", "--timeout"
+    )
+    stall_report_s: float = _option(
+        300.0,
+        "Report ranks that make no progress for this many seconds (which phase, "
+        "which collective, their pids); 0: never.",
+        "--stall-report",
+    )
+    log_model: bool = _option(
+        True,
+        "Log the best model as an MLflow model at the end (a few seconds; env DDPX_LOG_MODEL).",
+        "--log-model/--no-log-model",
+        envvar="DDPX_LOG_MODEL",
+    )
+    register: str | None = _option(
+        None,
+        "Also register the best model as a new version of this MLflow registered model.",
+        metavar="NAME",
+        only="recipe",
+    )
+    resume: str | None = _option(
+        None,
+        "Continue the latest run of this recipe (auto) or from a checkpoint file.",
+        metavar="auto|PATH",
+        only="recipe",
+    )
     launcher_options: dict[str, Any] = field(default_factory=dict)  # the chosen launcher's own options
 
     @property
@@ -74,8 +100,10 @@ def parse_node_range(text: str | int) -> tuple[int | None, int]:
     """``--nnodes``: ``N`` gives ``(None, N)``, ``MIN:MAX`` gives ``(MIN, MAX)``."""
     parts = str(text).strip().split(":")
     if len(parts) > 2 or not all(part.strip().isdigit() for part in parts):
-        raise UserError(f"--nnodes takes a number of machines (2) or, for an elastic torchrun job, a range MIN:MAX "
-                        f"(1:4), not {text!r}.")
+        raise UserError(
+            f"--nnodes takes a number of machines (2) or, for an elastic torchrun job, a range MIN:MAX "
+            f"(1:4), not {text!r}."
+        )
     numbers = [int(part) for part in parts]
     return (None, numbers[0]) if len(numbers) == 1 else (numbers[0], numbers[1])
 

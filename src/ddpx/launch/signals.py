@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 RANK_MARKERS = (b"ddpx.rank.worker", b"spawn_main")  # torchrun's and srun's workers; a spawned rank
 NOT_RANKS = (b"torch.distributed.run",)  # torchrun itself names the worker module in its arguments

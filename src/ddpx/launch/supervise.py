@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import signal
 import subprocess
-from typing import IO, Sequence
+from collections.abc import Sequence
+from typing import IO
 
 INTERRUPTED = 130
 
 
-def run_supervised(command: Sequence[str], *, stderr: IO[str] | None = None, stop_signal: int = signal.SIGINT,
-                   grace_s: float = 30.0) -> int:
+def run_supervised(
+    command: Sequence[str], *, stderr: IO[str] | None = None, stop_signal: int = signal.SIGINT, grace_s: float = 30.0
+) -> int:
     """Run ``command`` and return its exit status; if this process is interrupted (Ctrl-C, or
     SIGTERM while a job runs), send ``stop_signal`` to the command, give it ``grace_s`` to stop
     its ranks, kill it after that, and return 130."""

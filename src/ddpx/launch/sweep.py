@@ -17,9 +17,10 @@ import csv
 import itertools
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ddpx.config.recipe import Recipe, resolve_recipe
 from ddpx.config.search_space import is_space
@@ -66,8 +67,14 @@ class Sweep:
 
     def best(self) -> Trial | None:
         """The finished trial with the best dev metric (ties: the earlier trial)."""
-        scored = [t for t in self.trials if t.status == "FINISHED" and t.summary and t.summary.best_dev is not None
-                  and not math.isnan(t.summary.best_dev)]  # NaN: an epoch kept by its dev loss, its metric undefined
+        scored = [
+            t
+            for t in self.trials
+            if t.status == "FINISHED"
+            and t.summary
+            and t.summary.best_dev is not None
+            and not math.isnan(t.summary.best_dev)
+        ]  # NaN: an epoch kept by its dev loss, its metric undefined
         if not scored:
             return None
         higher = scored[0].summary.greater_is_better
@@ -81,8 +88,10 @@ def parse_grid(arguments: tuple[str, ...] | list[str]) -> tuple[dict[str, list[s
     for text in arguments:
         key, value = parse_override(text)
         if is_space(value):
-            raise UserError(f"{text} is a search space: add --search optuna --trials N to search it, or list the "
-                            f"values to try as {key}=V1,V2.")
+            raise UserError(
+                f"{text} is a search space: add --search optuna --trials N to search it, or list the "
+                f"values to try as {key}=V1,V2."
+            )
         values = [v.strip() for v in value.split(",")]
         if len(values) == 1:
             fixed.append(f"{key}={value}")
@@ -93,13 +102,16 @@ def parse_grid(arguments: tuple[str, ...] | list[str]) -> tuple[dict[str, list[s
             raise UserError(f"'{key}' is swept twice; give all its values once: {key}=V1,V2,V3.")
         grid[key] = list(dict.fromkeys(values))
     if not grid:
-        raise UserError("a sweep needs at least one swept key: write KEY=V1,V2, for example "
-                        "`ddpx sweep mlp_synthetic train.lr=0.05,0.1`. To train one variant use `ddpx recipe`.")
+        raise UserError(
+            "a sweep needs at least one swept key: write KEY=V1,V2, for example "
+            "`ddpx sweep mlp_synthetic train.lr=0.05,0.1`. To train one variant use `ddpx recipe`."
+        )
     return grid, fixed
 
 
-def plan_sweep(registry: Registry, recipe_name: str, arguments: tuple[str, ...] | list[str],
-               settings: LaunchSettings) -> Sweep:
+def plan_sweep(
+    registry: Registry, recipe_name: str, arguments: tuple[str, ...] | list[str], settings: LaunchSettings
+) -> Sweep:
     """Resolve and plan every trial; any mistake is raised before anything starts."""
     grid, fixed = parse_grid(arguments)
     sweep = Sweep(recipe_name=recipe_name, grid=grid, fixed=fixed)
@@ -119,13 +131,18 @@ def check_waits(registry: Registry, job: Job) -> None:
     if launcher.detaches is None or not launcher.detaches(job):
         return
     wait = " add --wait, or" if any(option.name == "wait" for option in launcher.options) else ""
-    raise UserError(f"a sweep needs each trial's result before the next starts, but --launcher {launcher.name} "
-                    f"would hand each trial over and return:{wait} use a launcher that waits for its ranks.")
+    raise UserError(
+        f"a sweep needs each trial's result before the next starts, but --launcher {launcher.name} "
+        f"would hand each trial over and return:{wait} use a launcher that waits for its ranks."
+    )
 
 
 def _parent_params(sweep: Sweep) -> dict[str, Any]:
-    params: dict[str, Any] = {"sweep.recipe": sweep.recipe_name, "sweep.keys": ",".join(sweep.grid),
-                              "sweep.trials": len(sweep.trials)}
+    params: dict[str, Any] = {
+        "sweep.recipe": sweep.recipe_name,
+        "sweep.keys": ",".join(sweep.grid),
+        "sweep.trials": len(sweep.trials),
+    }
     params.update({f"sweep.{key}": ",".join(values) for key, values in sweep.grid.items()})
     params.update({f"sweep.fixed.{k}": v for k, v in (parse_override(text) for text in sweep.fixed)})
     first = sweep.trials[0].job
@@ -140,9 +157,17 @@ def write_trials_csv(sweep: Sweep, path: Path) -> Path:
         writer = csv.writer(fh)
         writer.writerow(["trial", *sweep.grid, "status", "dev_metric", "heldout_metric", "run_dir", "error"])
         for t in sweep.trials:
-            writer.writerow([t.number, *t.overrides.values(), t.status,
-                             t.summary.best_dev if t.summary else "", t.summary.heldout_metric[1] if t.summary else "",
-                             t.job.run_dir.path if t.job.run_dir else "", t.error or ""])
+            writer.writerow(
+                [
+                    t.number,
+                    *t.overrides.values(),
+                    t.status,
+                    t.summary.best_dev if t.summary else "",
+                    t.summary.heldout_metric[1] if t.summary else "",
+                    t.job.run_dir.path if t.job.run_dir else "",
+                    t.error or "",
+                ]
+            )
     return path
 
 
@@ -159,26 +184,40 @@ class PlannedTrials:
         pass
 
 
-def run_sweep(registry: Registry, sweep: Sweep, report: Callable[[Trial], None], warn: Callable[[str], None],
-              source: TrialSource | None = None, extra_params: dict[str, Any] | None = None,
-              artifacts: Callable[[], list[Path]] | None = None, parent_run_id: str | None = None,
-              slots: list[Slot] | None = None) -> Sweep:
+def run_sweep(
+    registry: Registry,
+    sweep: Sweep,
+    report: Callable[[Trial], None],
+    warn: Callable[[str], None],
+    source: TrialSource | None = None,
+    extra_params: dict[str, Any] | None = None,
+    artifacts: Callable[[], list[Path]] | None = None,
+    parent_run_id: str | None = None,
+    slots: list[Slot] | None = None,
+) -> Sweep:
     """Run the trials under one parent tracking run: the planned grid, or ``source``'s as a search
     produces them (each appended to ``sweep.trials`` before it runs); one after another, or with
     ``slots`` (:func:`~ddpx.launch.parallel_trials.plan_slots`) one per slot at a time.
     ``artifacts()`` gives files for the parent run once the trials are done; ``parent_run_id``
     continues that parent run (a resumed search)."""
     first = sweep.trials[0].job
-    parent_job = replace(without_system_metrics(first), run_dir=RunDir(Path(first.launch.runs_dir or DEFAULT_ROOT).resolve()))
+    parent_job = replace(
+        without_system_metrics(first), run_dir=RunDir(Path(first.launch.runs_dir or DEFAULT_ROOT).resolve())
+    )
     parent = GuardedTracker(registry.get("trackers", first.launch.tracking).create(parent_job), warn=warn)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     metric = registry.get("metrics", sweep.trials[0].recipe.task.metric)
-    parent.start(run_name=f"sweep-{sweep.trials[0].recipe.name}-{stamp}",
-                 params={**_parent_params(sweep), "sweep.parallel": len(slots or [None]), **(extra_params or {})},
-                 tags={"ddpx.recipe": sweep.trials[0].recipe.name, "ddpx.sweep": "parent",
-                       "ddpx.metric": f"heldout_{metric.name}",
-                       "ddpx.metric_direction": "max" if metric.greater_is_better else "min"},
-                 resume_run_id=parent_run_id)
+    parent.start(
+        run_name=f"sweep-{sweep.trials[0].recipe.name}-{stamp}",
+        params={**_parent_params(sweep), "sweep.parallel": len(slots or [None]), **(extra_params or {})},
+        tags={
+            "ddpx.recipe": sweep.trials[0].recipe.name,
+            "ddpx.sweep": "parent",
+            "ddpx.metric": f"heldout_{metric.name}",
+            "ddpx.metric_direction": "max" if metric.greater_is_better else "min",
+        },
+        resume_run_id=parent_run_id,
+    )
     sweep.parent_run_id = parent.run_id
     source = source or PlannedTrials(sweep.trials)
     try:
@@ -217,9 +256,11 @@ def run_trial(registry: Registry, trial: Trial, parent_run_id: str | None) -> No
 
 
 def _finish_parent(parent: GuardedTracker, sweep: Sweep) -> None:
-    metrics: dict[str, float] = {"trials_finished": float(sum(t.status == "FINISHED" for t in sweep.trials)),
-                                 "trials_failed": float(len(sweep.failed)),
-                                 "trials_pruned": float(sum(t.status == "PRUNED" for t in sweep.trials))}
+    metrics: dict[str, float] = {
+        "trials_finished": float(sum(t.status == "FINISHED" for t in sweep.trials)),
+        "trials_failed": float(len(sweep.failed)),
+        "trials_pruned": float(sum(t.status == "PRUNED" for t in sweep.trials)),
+    }
     best = sweep.best()
     if best is not None:
         name, value = best.summary.heldout_metric
@@ -232,5 +273,7 @@ def _finish_parent(parent: GuardedTracker, sweep: Sweep) -> None:
         base = sweep.trials[0].job.run_dir.path.parent
         parent.log_artifact(write_trials_csv(sweep, base / f"sweep-{parent.run_id or 'untracked'}.csv"))
     failed = ", ".join(str(t.number) for t in sweep.failed)
-    parent.finish("FAILED" if sweep.failed else "FINISHED",
-                  error=f"trial(s) {failed} failed; see each trial's run" if failed else None)
+    parent.finish(
+        "FAILED" if sweep.failed else "FINISHED",
+        error=f"trial(s) {failed} failed; see each trial's run" if failed else None,
+    )

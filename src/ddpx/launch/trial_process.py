@@ -56,9 +56,12 @@ def run_trial_job(job_file: str) -> int:
 
 def main() -> None:
     pin_to_cores()
-    print(f"ddpx: trial process {os.getpid()} on CPU core(s) {','.join(map(str, sorted(os.sched_getaffinity(0))))}"
-          f"; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '-')}, CUDA_VISIBLE_DEVICES="
-          f"{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}", flush=True)
+    print(
+        f"ddpx: trial process {os.getpid()} on CPU core(s) {','.join(map(str, sorted(os.sched_getaffinity(0))))}"
+        f"; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '-')}, CUDA_VISIBLE_DEVICES="
+        f"{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}",
+        flush=True,
+    )
     sys.exit(run_trial_job(sys.argv[1]))
 
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Iterable
 
 import pluggy
 

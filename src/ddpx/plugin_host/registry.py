@@ -7,12 +7,14 @@ error naming both, and a hook that raises is an error naming its plugin.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ddpx.contract.errors import PluginError, UserError, did_you_mean
 from ddpx.contract.recipe_file import recipe_name_of
 from ddpx.contract.specs import KINDS, RecipeSource
 from ddpx.plugin_host.plugin_manager import DdpxPluginManager, build_plugin_manager
+
 
 class Registry:
     """Lazily collected components, by kind (``tasks``, ``models``, ...) and name."""

@@ -9,8 +9,7 @@ def _nccl_unusable(nproc_per_node: int) -> str | None:
     gpus = local_gpu_count()
     if gpus == 0:
         return (
-            "nccl needs GPUs and this machine has none. Use --backend gloo (CPU), or --backend auto "
-            "to choose for you."
+            "nccl needs GPUs and this machine has none. Use --backend gloo (CPU), or --backend auto to choose for you."
         )
     if gpus < nproc_per_node:
         return f"nccl needs one GPU per local rank: --nproc {nproc_per_node} asks for {nproc_per_node}, this machine has {gpus}. Use --nproc {gpus}."

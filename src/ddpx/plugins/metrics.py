@@ -34,11 +34,16 @@ def roc_auc(targets, outputs) -> float:
     from ddpx.api import UserError
 
     if targets.ndim == 2:
-        scores = [_one_roc_auc(column[column == column], outputs[column == column, j])
-                  for j, column in enumerate(targets.T) if len(set(column[column == column].tolist())) == 2]
+        scores = [
+            _one_roc_auc(column[column == column], outputs[column == column, j])
+            for j, column in enumerate(targets.T)
+            if len(set(column[column == column].tolist())) == 2
+        ]
         if not scores:
-            raise UserError("ROC-AUC needs both classes of at least one label in the split, but no label has them. "
-                            "Use more data, or another split.")
+            raise UserError(
+                "ROC-AUC needs both classes of at least one label in the split, but no label has them. "
+                "Use more data, or another split."
+            )
         return float(sum(scores) / len(scores))
     scores = outputs[:, 1] - outputs[:, 0] if outputs.ndim == 2 and outputs.shape[1] == 2 else outputs.reshape(-1)
     labels = targets.reshape(-1).astype(int)
@@ -74,8 +79,10 @@ def _per_target_mean(score, least: int, what: str):
 
         scores = [score(t, o) for t, o in _target_columns(targets, outputs) if len(t) >= least]
         if not scores:
-            raise UserError(f"{what} needs at least {least} target value(s) of one target in the split, but it has "
-                            "none. Use more data, or another split.")
+            raise UserError(
+                f"{what} needs at least {least} target value(s) of one target in the split, but it has "
+                "none. Use more data, or another split."
+            )
         return float(sum(scores) / len(scores))
 
     compute.__name__ = what
@@ -107,10 +114,23 @@ r2 = _per_target_mean(_r2, 2, "r2")
 @hookimpl
 def register_metrics(register):
     register(MetricSpec("accuracy", "fraction of samples whose predicted class is the target", accuracy))
-    register(MetricSpec("roc_auc", "area under the ROC curve of a binary classifier", roc_auc,
-                        imports=("sklearn.metrics",)))
-    register(MetricSpec("rmse", "root mean squared error of a regression (each target's, averaged); lower is better",
-                        rmse, greater_is_better=False))
-    register(MetricSpec("mae", "mean absolute error of a regression (each target's, averaged); lower is better",
-                        mae, greater_is_better=False))
+    register(
+        MetricSpec("roc_auc", "area under the ROC curve of a binary classifier", roc_auc, imports=("sklearn.metrics",))
+    )
+    register(
+        MetricSpec(
+            "rmse",
+            "root mean squared error of a regression (each target's, averaged); lower is better",
+            rmse,
+            greater_is_better=False,
+        )
+    )
+    register(
+        MetricSpec(
+            "mae",
+            "mean absolute error of a regression (each target's, averaged); lower is better",
+            mae,
+            greater_is_better=False,
+        )
+    )
     register(MetricSpec("r2", "coefficient of determination R² of a regression (each target's, averaged)", r2))

@@ -82,16 +82,20 @@ def _noam(optimizer, train, total_steps):
 
 def _check_noam(train):
     if train["warmup_steps"] or train["warmup_fraction"]:
-        raise UserError("train.lr_schedule=noam warms up by itself (over train.noam_warmup_epochs epochs, from "
-                        "train.noam_init_lr_ratio × train.lr), so train.warmup_steps and train.warmup_fraction must "
-                        "stay 0 with it. Drop the warm-up keys, or set train.noam_warmup_epochs.")
+        raise UserError(
+            "train.lr_schedule=noam warms up by itself (over train.noam_warmup_epochs epochs, from "
+            "train.noam_init_lr_ratio × train.lr), so train.warmup_steps and train.warmup_fraction must "
+            "stay 0 with it. Drop the warm-up keys, or set train.noam_warmup_epochs."
+        )
 
 
 def _check_onecycle(train):
     if train["warmup_steps"] or train["warmup_fraction"]:
-        raise UserError("train.lr_schedule=onecycle warms up by itself (over the first 30 % of the run), so "
-                        "train.warmup_steps and train.warmup_fraction must stay 0 with it. Drop the warm-up keys, "
-                        "or use train.lr_schedule=cosine with the warm-up.")
+        raise UserError(
+            "train.lr_schedule=onecycle warms up by itself (over the first 30 % of the run), so "
+            "train.warmup_steps and train.warmup_fraction must stay 0 with it. Drop the warm-up keys, "
+            "or use train.lr_schedule=cosine with the warm-up."
+        )
 
 
 @hookimpl
@@ -106,7 +110,13 @@ def register_schedules(register):
     register(ScheduleSpec("constant", "a constant learning rate (after any warm-up)", _constant))
     register(ScheduleSpec("step", "times train.lr_decay_factor every train.lr_decay_every epochs", _step))
     register(ScheduleSpec("cosine", "cosine annealing from train.lr to 0 over the run", _cosine))
-    register(ScheduleSpec("onecycle", "one cycle: warm up to train.lr, then anneal", _onecycle,
-                          check=_check_onecycle))
-    register(ScheduleSpec("noam", "Chemprop's: linear warm-up over train.noam_warmup_epochs, then exponential decay "
-                          "to train.noam_final_lr_ratio × train.lr", _noam, check=_check_noam))
+    register(ScheduleSpec("onecycle", "one cycle: warm up to train.lr, then anneal", _onecycle, check=_check_onecycle))
+    register(
+        ScheduleSpec(
+            "noam",
+            "Chemprop's: linear warm-up over train.noam_warmup_epochs, then exponential decay "
+            "to train.noam_final_lr_ratio × train.lr",
+            _noam,
+            check=_check_noam,
+        )
+    )

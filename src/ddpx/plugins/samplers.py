@@ -45,21 +45,30 @@ class LengthBucketedSampler:
         order += (order * (-(-total // len(order))))[: total - len(order)]
         mine: list[int] = []
         for start in range(0, total, self.pool):  # every pool's size is a multiple of the world size
-            pool = sorted(order[start:start + self.pool], key=self.lengths.__getitem__)
-            mine += pool[self.rank::self.world_size]
+            pool = sorted(order[start : start + self.pool], key=self.lengths.__getitem__)
+            mine += pool[self.rank :: self.world_size]
         return iter(mine)
 
 
 def build_length_bucketed(dataset, *, rank: int, world_size: int, seed: int):
     if not callable(getattr(dataset, "lengths", None)):
-        raise UserError(f"train.sampler=length_bucketed needs a training set that tells each sample's length "
-                        f"(a lengths() method, as the SMILES tasks' have); {type(dataset).__name__} does not. "
-                        "Use train.sampler=distributed.")
+        raise UserError(
+            f"train.sampler=length_bucketed needs a training set that tells each sample's length "
+            f"(a lengths() method, as the SMILES tasks' have); {type(dataset).__name__} does not. "
+            "Use train.sampler=distributed."
+        )
     return LengthBucketedSampler(dataset.lengths(), rank=rank, world_size=world_size, seed=seed)
 
 
 @hookimpl
 def register_samplers(register):
-    register(SamplerSpec("distributed", "each rank a disjoint shuffled share, reshuffled every epoch", build_distributed))
-    register(SamplerSpec("length_bucketed", "like distributed, with samples of like length in the same batch (less "
-                         "padding for sequences)", build_length_bucketed))
+    register(
+        SamplerSpec("distributed", "each rank a disjoint shuffled share, reshuffled every epoch", build_distributed)
+    )
+    register(
+        SamplerSpec(
+            "length_bucketed",
+            "like distributed, with samples of like length in the same batch (less padding for sequences)",
+            build_length_bucketed,
+        )
+    )

@@ -25,12 +25,16 @@ class MicroBatch:
     optimizer_step: int  # the epoch's optimizer steps done once this micro-batch's step is taken
 
     @classmethod
-    def at(cls, index: int, batches_per_epoch: int, accumulate: int) -> "MicroBatch":
+    def at(cls, index: int, batches_per_epoch: int, accumulate: int) -> MicroBatch:
         """The micro-batch ``index`` (from 0) of an epoch of ``batches_per_epoch``."""
         start = index - index % accumulate
         size = min(accumulate, batches_per_epoch - start)
-        return cls(first=index == start, last=index == start + size - 1, group_size=size,
-                   optimizer_step=start // accumulate + 1)
+        return cls(
+            first=index == start,
+            last=index == start + size - 1,
+            group_size=size,
+            optimizer_step=start // accumulate + 1,
+        )
 
 
 def optimizer_steps(batches: int, accumulate: int) -> int:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler, Subset
@@ -57,8 +58,17 @@ class SkipFirst(Sampler):
         return max(0, len(self.sampler) - self.count)
 
 
-def training_batches(dataset: Dataset, sampler: Sampler, *, batch_size: int, device: torch.device,
-                     num_workers: int, collate_fn: Callable | None, drop_last: bool = False, skip_batches: int = 0):
+def training_batches(
+    dataset: Dataset,
+    sampler: Sampler,
+    *,
+    batch_size: int,
+    device: torch.device,
+    num_workers: int,
+    collate_fn: Callable | None,
+    drop_last: bool = False,
+    skip_batches: int = 0,
+):
     """This rank's training batches for one epoch (re-iterate after ``sampler.set_epoch``).
 
     ``skip_batches`` leaves out the epoch's first batches by index, before any sample is loaded or
@@ -68,12 +78,21 @@ def training_batches(dataset: Dataset, sampler: Sampler, *, batch_size: int, dev
         sampler = SkipFirst(sampler, skip_batches * batch_size)
     if has_fast_path(dataset):
         return FastPathBatches(dataset, sampler, batch_size, device, drop_last)
-    return DataLoader(dataset, batch_size=batch_size, sampler=sampler, num_workers=num_workers, drop_last=drop_last,
-                      collate_fn=collate_fn, pin_memory=device.type == "cuda", persistent_workers=num_workers > 0)
+    return DataLoader(
+        dataset,
+        batch_size=batch_size,
+        sampler=sampler,
+        num_workers=num_workers,
+        drop_last=drop_last,
+        collate_fn=collate_fn,
+        pin_memory=device.type == "cuda",
+        persistent_workers=num_workers > 0,
+    )
 
 
-def evaluation_batches(dataset: Dataset, indices: range, *, batch_size: int, device: torch.device,
-                       collate_fn: Callable | None):
+def evaluation_batches(
+    dataset: Dataset, indices: range, *, batch_size: int, device: torch.device, collate_fn: Callable | None
+):
     """Batches of exactly ``indices``, in order, without augmentation."""
     if has_fast_path(dataset):
         return (dataset.get_batch(idx, device, train=False) for idx in index_batches(indices, batch_size))

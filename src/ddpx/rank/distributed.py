@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import gc
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -33,7 +34,7 @@ class RankEnv:
     master_port: int
 
     @classmethod
-    def from_environ(cls) -> "RankEnv":
+    def from_environ(cls) -> RankEnv:
         missing = [name for name in REQUIRED_ENV if name not in os.environ]
         if missing:
             raise UserError(
@@ -72,8 +73,14 @@ def rendezvous_store(env: RankEnv, timeout: timedelta) -> dist.Store:
     """
     global JOB_STORE
     agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == str(True)
-    store = dist.TCPStore(env.master_addr, env.master_port, env.world_size, is_master=not agent_store and env.is_main,
-                          timeout=timeout, wait_for_workers=False)
+    store = dist.TCPStore(
+        env.master_addr,
+        env.master_port,
+        env.world_size,
+        is_master=not agent_store and env.is_main,
+        timeout=timeout,
+        wait_for_workers=False,
+    )
     JOB_STORE = dist.PrefixStore("ddpx/job/", store)
     attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
     return dist.PrefixStore(f"ddpx/attempt_{attempt}/", store)
@@ -218,8 +225,11 @@ def arithmetic_tags(device: torch.device) -> dict[str, str]:
     """What decides a run's last digits besides the recipe, as tracking tags: the torch build,
     the CPU kernels torch chose (``AVX512``, ``AVX2``, ...: the same seed trains to other digits
     under another set; ``ATEN_CPU_CAPABILITY`` picks one), the threads per rank, and the GPU."""
-    tags = {"ddpx.torch": torch.__version__, "ddpx.cpu_kernels": torch.backends.cpu.get_cpu_capability(),
-            "ddpx.threads_per_rank": str(torch.get_num_threads())}
+    tags = {
+        "ddpx.torch": torch.__version__,
+        "ddpx.cpu_kernels": torch.backends.cpu.get_cpu_capability(),
+        "ddpx.threads_per_rank": str(torch.get_num_threads()),
+    }
     if device.type == "cuda":
         tags["ddpx.gpu"] = torch.cuda.get_device_name(device)
     return tags

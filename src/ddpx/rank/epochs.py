@@ -13,9 +13,9 @@ from typing import Any
 import torch
 
 from ddpx.contract.specs import MetricSpec
+from ddpx.rank.accumulation import MicroBatch, without_gradient_sync
 from ddpx.rank.batching import training_batches
 from ddpx.rank.distributed import all_reduce_sum
-from ddpx.rank.accumulation import MicroBatch, without_gradient_sync
 from ddpx.rank.evaluation import evaluate
 from ddpx.rank.pruning import TrialPruning
 from ddpx.rank.rank_run import RankRun
@@ -24,13 +24,14 @@ from ddpx.rank.stall import BEACON
 from ddpx.rank.sync_check import check_parameters_in_sync
 from ddpx.rank.training_checkpoint import write_last
 from ddpx.rank.training_state import Position, TrainingState, clone_state
-from ddpx.rank.world_change import EpochOrder
 from ddpx.rank.transfer import to_device
+from ddpx.rank.world_change import EpochOrder
 from ddpx.records.tracking import append_metrics, log_epoch
 
 
-def is_better(value: float, loss: float, best: tuple[float, float] | None, metric: MetricSpec,
-              by: str = "metric") -> bool:
+def is_better(
+    value: float, loss: float, best: tuple[float, float] | None, metric: MetricSpec, by: str = "metric"
+) -> bool:
     """Is this epoch's dev result (metric, loss) better than the best so far?
 
     ``by="metric"`` (``train.select_by``'s default): the better dev metric wins, and on a tie (a
@@ -70,18 +71,22 @@ def run_epochs(run: RankRun) -> None:
             dev_value = finish_epoch(run, epoch, totals, started)
             if pruning is not None and epoch < max_epochs and pruning.should_stop(epoch, dev_value):
                 run.state.pruned_after = epoch
-                run.console.print(f"pruned by the search after epoch {epoch}: its dev metric is behind the other trials'")
+                run.console.print(
+                    f"pruned by the search after epoch {epoch}: its dev metric is behind the other trials'"
+                )
                 break
             if stops.agreed(0, run.device, force=True) and epoch < max_epochs:
                 run.registry.pm.hook.ddpx_preempted(context=run.context)
-                raise Preempted(f"stopped on request after epoch {epoch}; the checkpoint is "
-                                f"{run.job.run_dir.last_checkpoint}")
+                raise Preempted(
+                    f"stopped on request after epoch {epoch}; the checkpoint is {run.job.run_dir.last_checkpoint}"
+                )
     finally:
         stops.restore()
     selection = run.state.selection
     if stopping_early(run) and run.state.position.epoch < max_epochs:
-        run.console.print(f"early stop: no dev improvement for {selection.stale} epochs; best epoch "
-                          f"{selection.best_epoch}")
+        run.console.print(
+            f"early stop: no dev improvement for {selection.stale} epochs; best epoch {selection.best_epoch}"
+        )
 
 
 def train_epoch(run: RankRun, epoch: int, stops: StopRequests) -> torch.Tensor:
@@ -92,12 +97,21 @@ def train_epoch(run: RankRun, epoch: int, stops: StopRequests) -> torch.Tensor:
     if hasattr(state.sampler, "set_epoch"):
         state.sampler.set_epoch(epoch)
     sampler, batches = epoch_sampler(state, train["drop_last"])
-    loader = training_batches(run.data.train, sampler, batch_size=train["batch_size"], device=device,
-                              num_workers=train["num_workers"], collate_fn=run.data.collate_fn,
-                              drop_last=train["drop_last"], skip_batches=position.step)
+    loader = training_batches(
+        run.data.train,
+        sampler,
+        batch_size=train["batch_size"],
+        device=device,
+        num_workers=train["num_workers"],
+        collate_fn=run.data.collate_fn,
+        drop_last=train["drop_last"],
+        skip_batches=position.step,
+    )
     totals = torch.tensor(position.totals, dtype=torch.float64, device=device)
-    BEACON.at(f"training epoch {epoch}, step {{}} (its batch, forward, and backward, in which DDP all-reduces "
-              "the gradients)", position.step + 1)
+    BEACON.at(
+        f"training epoch {epoch}, step {{}} (its batch, forward, and backward, in which DDP all-reduces the gradients)",
+        position.step + 1,
+    )
     with run.console.epoch_bar(epoch, train["max_epochs"], batches) as bar:
         for inputs, targets in run.clock.batches(loader):
             micro = MicroBatch.at(position.step, batches, train["accumulate"])
@@ -116,8 +130,10 @@ def train_epoch(run: RankRun, epoch: int, stops: StopRequests) -> torch.Tensor:
             if position.step < batches and stops.agreed(micro.optimizer_step, device):
                 write_last(run, False, totals)
                 run.registry.pm.hook.ddpx_preempted(context=run.context)
-                raise Preempted(f"stopped on request {position.step} step(s) into epoch {epoch}; "
-                                f"the checkpoint is {run.job.run_dir.last_checkpoint}")
+                raise Preempted(
+                    f"stopped on request {position.step} step(s) into epoch {epoch}; "
+                    f"the checkpoint is {run.job.run_dir.last_checkpoint}"
+                )
     state.epoch_order = None
     run.profiler.epoch_ended()
     if device.type == "cuda":
@@ -149,7 +165,7 @@ def log_step(run: RankRun, loss: torch.Tensor, grad_norm: torch.Tensor | None) -
         run.tracker.log_metrics(metrics, step=global_step)
 
 
-def train_step(run: RankRun, inputs, targets, micro: "MicroBatch") -> tuple[torch.Tensor, torch.Tensor | None]:
+def train_step(run: RankRun, inputs, targets, micro: MicroBatch) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Forward in the recipe's precision and backward of one micro-batch (its loss divided by the
     micro-batches of its step, gradients synchronised on the last only); after the last, the
     optimizer step. Returns the loss and, when clipping, the gradient norm before clipping."""

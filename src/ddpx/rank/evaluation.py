@@ -12,19 +12,20 @@ and the metric is computed on rank 0 over the complete split, then shared with e
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 from torch.utils.data import Dataset
 
-from ddpx.rank.batching import evaluation_batches
 from ddpx.contract.errors import UserError
 from ddpx.contract.specs import MetricSpec
+from ddpx.rank.batching import evaluation_batches
 from ddpx.rank.distributed import all_gather_rows, broadcast_object
-from ddpx.rank.stall import BEACON
 from ddpx.rank.losses import LossFn
+from ddpx.rank.stall import BEACON
 from ddpx.rank.transfer import to_device
 
 
@@ -40,7 +41,7 @@ class Evaluation:
     metric: float
     loss: float
     count: int
-    predictions: "Predictions | None" = None  # rank 0 only, when asked for
+    predictions: Predictions | None = None  # rank 0 only, when asked for
 
     def as_metrics(self, prefix: str, metric_name: str) -> dict[str, float]:
         return {f"{prefix}_{metric_name}": self.metric, f"{prefix}_loss": self.loss}
@@ -81,7 +82,7 @@ def predict(
     largest_shard = -(-size // world_size)
     calls = -(-largest_shard // batch_size)
     for _ in range(calls - len(outputs)):  # the same forward calls on every rank; these outputs are dropped
-        (inputs, target), = evaluation_batches(dataset, range(1), batch_size=1, device=device, collate_fn=collate_fn)
+        ((inputs, target),) = evaluation_batches(dataset, range(1), batch_size=1, device=device, collate_fn=collate_fn)
         filler, filler_target = forward(inputs), target.to(device)
     if outputs:
         local_out, local_targets = torch.cat(outputs), torch.cat(targets)
@@ -99,8 +100,9 @@ def predict(
     return Predictions(outputs=all_out[order].cpu(), targets=all_targets[order].cpu())
 
 
-def _forward(model: torch.nn.Module, device: torch.device,
-             autocast: Callable[[], AbstractContextManager[Any]] | None) -> Callable[[Any], torch.Tensor]:
+def _forward(
+    model: torch.nn.Module, device: torch.device, autocast: Callable[[], AbstractContextManager[Any]] | None
+) -> Callable[[Any], torch.Tensor]:
     def forward(inputs) -> torch.Tensor:
         with autocast() if autocast is not None else nullcontext():
             return model(to_device(inputs, device)).float()
@@ -108,8 +110,15 @@ def _forward(model: torch.nn.Module, device: torch.device,
     return forward
 
 
-def evaluate(model: torch.nn.Module, dataset: Dataset, *, metric: MetricSpec, loss_fn: LossFn,
-             keep_predictions: bool = False, **predict_options: Any) -> Evaluation:
+def evaluate(
+    model: torch.nn.Module,
+    dataset: Dataset,
+    *,
+    metric: MetricSpec,
+    loss_fn: LossFn,
+    keep_predictions: bool = False,
+    **predict_options: Any,
+) -> Evaluation:
     """Exact metric and mean loss of ``model`` on ``dataset``, identical on every rank.
 
     ``predict_options`` are :func:`predict`'s (rank, world size, device, batch size, ...). With
@@ -127,8 +136,9 @@ def evaluate(model: torch.nn.Module, dataset: Dataset, *, metric: MetricSpec, lo
     return shared
 
 
-def per_label_metrics(predictions: Predictions | None, metric: MetricSpec, labels: Sequence[str],
-                      prefix: str) -> dict[str, float]:
+def per_label_metrics(
+    predictions: Predictions | None, metric: MetricSpec, labels: Sequence[str], prefix: str
+) -> dict[str, float]:
     """``{"<prefix>_<metric>/<label>": value}`` for each of several labels, over the samples
     that have it (a label the metric cannot score in this split — one class only — is left out).
     Names keep to the characters trackers accept."""

@@ -28,9 +28,9 @@ from ddpx.rank.optim import build_schedule, seed_everything
 from ddpx.rank.phase_clock import PhaseClock
 from ddpx.rank.progress import RankConsole
 from ddpx.rank.rank_run import RankRun
+from ddpx.rank.sharded_checkpoint import gathered
 from ddpx.rank.stall import BEACON
 from ddpx.rank.step_profiler import StepProfiler
-from ddpx.rank.sharded_checkpoint import gathered
 from ddpx.rank.training_state import Components, TrainingState, build_training_state, restore
 from ddpx.rank.world_change import continue_here
 from ddpx.records.dataset_record import dataset_record
@@ -39,8 +39,15 @@ from ddpx.records.model_export import write_model_files
 from ddpx.records.reports import heldout_reports
 
 
-def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, console: RankConsole,
-        tracker: GuardedTracker | None, resume: dict[str, Any] | None = None) -> RunSummary:
+def fit(
+    job: Job,
+    registry: Registry,
+    env: RankEnv,
+    device: torch.device,
+    console: RankConsole,
+    tracker: GuardedTracker | None,
+    resume: dict[str, Any] | None = None,
+) -> RunSummary:
     """Train and evaluate one run on this rank; returns the same summary on every rank."""
     started = time.perf_counter()
     parts = Components.of(job, registry)
@@ -54,11 +61,25 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
     if resume is not None:
         for line in resume_training(job, registry, parts, data, env, state, resume):
             console.print(line)
-    run = RankRun(job, registry, env, device, console, tracker, parts, data, state,
-                  PhaseClock(device, job.config["train"]["time_phases"]),
-                  StepProfiler(job.config["train"]["profile_steps"] if env.is_main else 0, device,
-                               job.run_dir.path / "profile", console.print,
-                               (lambda path: tracker.log_artifact(path, "profile")) if tracker else None))
+    run = RankRun(
+        job,
+        registry,
+        env,
+        device,
+        console,
+        tracker,
+        parts,
+        data,
+        state,
+        PhaseClock(device, job.config["train"]["time_phases"]),
+        StepProfiler(
+            job.config["train"]["profile_steps"] if env.is_main else 0,
+            device,
+            job.run_dir.path / "profile",
+            console.print,
+            (lambda path: tracker.log_artifact(path, "profile")) if tracker else None,
+        ),
+    )
     BEACON.at("the plugins' ddpx_fit_start hooks")
     registry.pm.hook.ddpx_fit_start(context=run.context)
     try:
@@ -74,24 +95,43 @@ def fit(job: Job, registry: Registry, env: RankEnv, device: torch.device, consol
     return summary
 
 
-def resume_training(job: Job, registry: Registry, parts: Components, data: TaskData, env: RankEnv,
-                    state: TrainingState, resume: dict[str, Any]) -> list[str]:
+def resume_training(
+    job: Job,
+    registry: Registry,
+    parts: Components,
+    data: TaskData,
+    env: RankEnv,
+    state: TrainingState,
+    resume: dict[str, Any],
+) -> list[str]:
     """Restore the checkpoint's state, fitted to this job's ranks and steps; lines for the user."""
     train = job.config["train"]
     lines = [restore(state, resume, env)]
-    changed = continue_here(state, resume, env.rank, env.world_size,
-                            partial(parts.sampler.build, data.train, seed=train["seed"]), train,
-                            partial(build_schedule, registry, state.optimizer, train, state.optimizer_steps_per_epoch))
+    changed = continue_here(
+        state,
+        resume,
+        env.rank,
+        env.world_size,
+        partial(parts.sampler.build, data.train, seed=train["seed"]),
+        train,
+        partial(build_schedule, registry, state.optimizer, train, state.optimizer_steps_per_epoch),
+    )
     return lines + ([changed] if changed else [])
 
 
-def build_task_data(job: Job, parts: Components, env: RankEnv, device: torch.device,
-                    console: RankConsole) -> TaskData:
+def build_task_data(job: Job, parts: Components, env: RankEnv, device: torch.device, console: RankConsole) -> TaskData:
     """The task's splits, identical on every rank; every rank needs a training sample."""
-    request = DataRequest(params=job.config["dataset"], seed=job.config["train"]["seed"], rank=env.rank,
-                          world_size=env.world_size, local_rank=env.local_rank, barrier=barrier,
-                          log=lambda text: console.print(f"data: {text}"), device=device,
-                          inputs=parts.task.input_for(parts.model))
+    request = DataRequest(
+        params=job.config["dataset"],
+        seed=job.config["train"]["seed"],
+        rank=env.rank,
+        world_size=env.world_size,
+        local_rank=env.local_rank,
+        barrier=barrier,
+        log=lambda text: console.print(f"data: {text}"),
+        device=device,
+        inputs=parts.task.input_for(parts.model),
+    )
     data = parts.task.build_data(request)
     if len(data.train) < env.world_size:
         raise UserError(

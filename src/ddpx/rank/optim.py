@@ -5,8 +5,9 @@ for ``train.precision``."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -29,8 +30,9 @@ def warmup_steps(train: Mapping[str, Any], total_steps: int) -> int:
     return train["warmup_steps"] or round(train["warmup_fraction"] * total_steps)
 
 
-def build_schedule(registry: Registry, optimizer: torch.optim.Optimizer, train: Mapping[str, Any],
-                   steps_per_epoch: int):
+def build_schedule(
+    registry: Registry, optimizer: torch.optim.Optimizer, train: Mapping[str, Any], steps_per_epoch: int
+):
     """The per-optimizer-step learning-rate schedule over the whole run — a linear warm-up, then
     the recipe's schedule over the remaining steps — or ``None`` for a constant rate."""
     total = max(1, train["max_epochs"] * steps_per_epoch)

@@ -12,8 +12,8 @@ nothing measurable. Off (the default), the clock does nothing at all.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
-from typing import Iterable, Iterator
 
 import torch
 

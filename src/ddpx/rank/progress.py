@@ -7,8 +7,8 @@ per-epoch lines are printed.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Callable, Iterator, Mapping
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -28,7 +28,7 @@ class RankConsole:
         self.console.print(*args, **kwargs)
 
     @contextmanager
-    def epoch_bar(self, epoch: int, max_epochs: int, steps: int) -> Iterator["EpochBar"]:
+    def epoch_bar(self, epoch: int, max_epochs: int, steps: int) -> Iterator[EpochBar]:
         live = self.enabled and self.console.is_terminal
         progress = Progress(
             TextColumn(f"epoch {epoch}/{max_epochs}"),

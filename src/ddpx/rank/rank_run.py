@@ -41,12 +41,25 @@ class RankRun:
     @property
     def context(self) -> FitContext:
         """What lifecycle hooks are told about this rank."""
-        return FitContext(job=self.job, rank=self.env.rank, world_size=self.env.world_size,
-                          local_rank=self.env.local_rank, device=self.device, model=self.state.wrapped,
-                          run_dir=self.job.run_dir.path)
+        return FitContext(
+            job=self.job,
+            rank=self.env.rank,
+            world_size=self.env.world_size,
+            local_rank=self.env.local_rank,
+            device=self.device,
+            model=self.state.wrapped,
+            run_dir=self.job.run_dir.path,
+        )
 
     def evaluation_options(self) -> dict[str, Any]:
         """The keyword arguments of :func:`ddpx.rank.evaluation.evaluate` for this rank."""
-        return dict(metric=self.parts.metric, loss_fn=self.state.loss_fn, rank=self.env.rank,
-                    world_size=self.env.world_size, device=self.device, batch_size=self.train["eval_batch_size"],
-                    collate_fn=self.data.collate_fn, autocast=self.state.autocast)
+        return dict(
+            metric=self.parts.metric,
+            loss_fn=self.state.loss_fn,
+            rank=self.env.rank,
+            world_size=self.env.world_size,
+            device=self.device,
+            batch_size=self.train["eval_batch_size"],
+            collate_fn=self.data.collate_fn,
+            autocast=self.state.autocast,
+        )

@@ -30,16 +30,18 @@ def sharded_folder(last: Path, epoch: int, step: int) -> Path:
     return last.parent / f"last-e{epoch}-s{step}.dcp"
 
 
-def save_shards(folder: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                best_state: dict[str, Any]) -> None:
+def save_shards(
+    folder: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, best_state: dict[str, Any]
+) -> None:
     """Every rank writes its shards (a collective)."""
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import get_state_dict
 
     model_state, optimizer_state = get_state_dict(model, optimizer)
     with BEACON.waiting_in("torch.distributed.checkpoint.save (the sharded checkpoint)"):
-        dcp.save({"model": model_state, "optimizer": optimizer_state, "best_model": best_state},
-                 checkpoint_id=str(folder))
+        dcp.save(
+            {"model": model_state, "optimizer": optimizer_state, "best_model": best_state}, checkpoint_id=str(folder)
+        )
 
 
 def load_shards(folder: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
@@ -49,8 +51,11 @@ def load_shards(folder: Path, model: torch.nn.Module, optimizer: torch.optim.Opt
     from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
     model_state, optimizer_state = get_state_dict(model, optimizer)
-    everything = {"model": model_state, "optimizer": optimizer_state,
-                  "best_model": {k: v.detach().clone() for k, v in model.state_dict().items()}}
+    everything = {
+        "model": model_state,
+        "optimizer": optimizer_state,
+        "best_model": {k: v.detach().clone() for k, v in model.state_dict().items()},
+    }
     with BEACON.waiting_in("torch.distributed.checkpoint.load (the sharded checkpoint)"):
         dcp.load(everything, checkpoint_id=str(folder))
     set_state_dict(model, optimizer, model_state_dict=everything["model"], optim_state_dict=everything["optimizer"])

@@ -19,8 +19,8 @@ from __future__ import annotations
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import torch
 import torch.distributed as dist
@@ -124,8 +124,11 @@ class StopRequests:
         if self._collect():  # the request was agreed at the previous check
             return True
         # [stop requested, this rank's seconds per step since its last check]; MAX over the ranks
-        message = torch.tensor([1.0 if self.requested else 0.0, 0.0 if force else self._seconds_per_step(step)],
-                               dtype=torch.float64, device=device)
+        message = torch.tensor(
+            [1.0 if self.requested else 0.0, 0.0 if force else self._seconds_per_step(step)],
+            dtype=torch.float64,
+            device=device,
+        )
         if force:  # an epoch's end: the next epoch's steps are timed afresh
             self._timed_from = None
             with BEACON.waiting_in("all_reduce (the stop check)"):

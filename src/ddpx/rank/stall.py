@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 from ddpx.records.stalls import clear_stalls, describe_stalls, read_stalls, stall_file, write_stall
 
@@ -63,8 +63,9 @@ class StallWatcher(threading.Thread):
     """Writes this rank's stall record while its beacon stands still; on rank 0 also prints the
     stalled ranks' records (``report``) each time the quiet period has passed again."""
 
-    def __init__(self, run_dir: Path, rank: int, quiet_s: float, report: Callable[[str], None] | None,
-                 beacon: Beacon = BEACON):
+    def __init__(
+        self, run_dir: Path, rank: int, quiet_s: float, report: Callable[[str], None] | None, beacon: Beacon = BEACON
+    ):
         super().__init__(name="ddpx-stall-watcher", daemon=True)
         self.path = stall_file(run_dir, rank)
         self.run_dir, self.rank, self.quiet_s, self.report, self.beacon = run_dir, rank, quiet_s, report, beacon
@@ -85,8 +86,16 @@ class StallWatcher(threading.Thread):
     def _record(self, quiet: float) -> None:
         import socket
 
-        write_stall(self.path, {"rank": self.rank, "pid": os.getpid(), "host": socket.gethostname(),
-                                "where": self.beacon.where(), "quiet_s": quiet})
+        write_stall(
+            self.path,
+            {
+                "rank": self.rank,
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "where": self.beacon.where(),
+                "quiet_s": quiet,
+            },
+        )
 
     def _maybe_report(self) -> None:
         now = time.monotonic()
@@ -107,8 +116,9 @@ class StallWatcher(threading.Thread):
 
 
 @contextmanager
-def watching_for_stalls(run_dir: Path, rank: int, quiet_s: float,
-                        report: Callable[[str], None] | None) -> Iterator[None]:
+def watching_for_stalls(
+    run_dir: Path, rank: int, quiet_s: float, report: Callable[[str], None] | None
+) -> Iterator[None]:
     """Watch this rank's beacon while the block runs (``quiet_s`` 0: not at all)."""
     if not quiet_s:
         yield

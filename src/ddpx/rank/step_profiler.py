@@ -20,8 +20,8 @@ Off (0, the default), nothing is imported or wrapped.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 from torch.autograd import DeviceType
@@ -35,8 +35,14 @@ class StepProfiler:
     """Call :meth:`step` after every optimizer step, :meth:`epoch_ended` after each epoch's last
     step, and :meth:`close` (or, when training raised, :meth:`abandon`) at the end of training."""
 
-    def __init__(self, steps: int, device: torch.device, folder: Path, report: Callable[[str], None],
-                 keep: Callable[[Path], None] | None = None):
+    def __init__(
+        self,
+        steps: int,
+        device: torch.device,
+        folder: Path,
+        report: Callable[[str], None],
+        keep: Callable[[Path], None] | None = None,
+    ):
         """``report`` tells the user where the files are; ``keep`` (the tracker's) stores each one."""
         self.steps, self.folder, self.report, self.keep = steps, folder, report, keep
         self.on_device = device.type == "cuda"
@@ -44,14 +50,17 @@ class StepProfiler:
         if steps:
             os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # the profiler library's errors about absent GPUs: quiet
             self._profile = torch.profiler.profile(
-                activities=[torch.profiler.ProfilerActivity.CPU,
-                            *([torch.profiler.ProfilerActivity.CUDA] if self.on_device else [])],
+                activities=[
+                    torch.profiler.ProfilerActivity.CPU,
+                    *([torch.profiler.ProfilerActivity.CUDA] if self.on_device else []),
+                ],
                 schedule=torch.profiler.schedule(wait=SKIPPED_STEPS, warmup=WARMUP_STEPS, active=steps, repeat=1),
-                on_trace_ready=self._write)
+                on_trace_ready=self._write,
+            )
             self._profile.start()
 
     @classmethod
-    def off(cls) -> "StepProfiler":
+    def off(cls) -> StepProfiler:
         return cls(0, torch.device("cpu"), Path("."), print)
 
     def step(self) -> None:
@@ -68,15 +77,17 @@ class StepProfiler:
     def close(self) -> None:
         """Stop; a trace cut short writes the steps it holds, and one never begun says so."""
         if self._stop() and not self._written:
-            self.report(f"no profile: training ended after {self._seen} step(s), before the trace began (it "
-                        f"starts after {SKIPPED_STEPS + WARMUP_STEPS}); train longer or use more data")
+            self.report(
+                f"no profile: training ended after {self._seen} step(s), before the trace began (it "
+                f"starts after {SKIPPED_STEPS + WARMUP_STEPS}); train longer or use more data"
+            )
 
     def abandon(self) -> None:
         """Training raised: stop without writing, and never hide the error training raised."""
         self._discard = True
         try:
             self._stop()
-        except Exception:  # noqa: BLE001 - the training error is the one to report
+        except Exception:
             pass
 
     def _stop(self) -> bool:
@@ -99,10 +110,16 @@ class StepProfiler:
         steps = max(1, min(self.steps, self._seen - SKIPPED_STEPS - WARMUP_STEPS))  # fewer when the epoch ended first
         host_ms = sum(e.cpu_time_total for e in averages if e.key.startswith("ProfilerStep")) / 1000 / steps
         device_ms = device_kernel_us(averages) / 1000 / steps
-        head = (f"{steps} training steps traced on rank 0 after {SKIPPED_STEPS + WARMUP_STEPS}; per step: "
-                f"{host_ms:.3f} ms on the host" + (f", {device_ms:.3f} ms of device kernels (the device busy "
-                                                    f"{device_ms / host_ms:.0%} of the host's step)"
-                                                    if self.on_device and host_ms else "") + "\n\n")
+        head = (
+            f"{steps} training steps traced on rank 0 after {SKIPPED_STEPS + WARMUP_STEPS}; per step: "
+            f"{host_ms:.3f} ms on the host"
+            + (
+                f", {device_ms:.3f} ms of device kernels (the device busy {device_ms / host_ms:.0%} of the host's step)"
+                if self.on_device and host_ms
+                else ""
+            )
+            + "\n\n"
+        )
         ops.write_text(head + averages.table(sort_by=key, row_limit=TABLE_ROWS) + "\n")
         for path in (trace, ops) if self.keep else ():
             self.keep(path)
@@ -112,6 +129,8 @@ class StepProfiler:
 def device_kernel_us(averages) -> float:
     """The device's own time in microseconds: kernels and copies alone, as torch's own table sums
     it (an operator on the CPU also carries its kernels' time, and annotations span them)."""
-    return sum(e.self_device_time_total for e in averages
-               if getattr(e, "device_type", DeviceType.CPU) != DeviceType.CPU
-               and not getattr(e, "is_user_annotation", False))
+    return sum(
+        e.self_device_time_total
+        for e in averages
+        if getattr(e, "device_type", DeviceType.CPU) != DeviceType.CPU and not getattr(e, "is_user_annotation", False)
+    )

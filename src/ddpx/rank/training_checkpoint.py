@@ -31,8 +31,15 @@ def gather_rank_states(totals: torch.Tensor, order_left: list[int] | None) -> li
 
 def checkpoint_contents(run: RankRun, rank_states: list[dict[str, Any]]) -> dict[str, Any]:
     state, selection, position = run.state, run.state.selection, run.state.position
-    tensors = {"model": unwrap(state.model).state_dict(), "optimizer": state.optimizer.state_dict(),
-               "best_model": selection.best_state} if not state.sharded else {}
+    tensors = (
+        {
+            "model": unwrap(state.model).state_dict(),
+            "optimizer": state.optimizer.state_dict(),
+            "best_model": selection.best_state,
+        }
+        if not state.sharded
+        else {}
+    )
     return {
         **tensors,
         "scheduler": state.scheduler.state_dict() if state.scheduler is not None else None,
@@ -59,7 +66,7 @@ def write_last(run: RankRun, improved: bool, totals: torch.Tensor) -> None:
     every rank); rank 0 writes the files."""
     state, last = run.state, run.job.run_dir.last_checkpoint
     order = state.epoch_order
-    rank_states = gather_rank_states(totals, None if order is None else order[state.position.step * state.batch_size:])
+    rank_states = gather_rank_states(totals, None if order is None else order[state.position.step * state.batch_size :])
     folder = None
     if state.sharded:
         folder = sharded_folder(last, state.position.epoch, state.position.step)

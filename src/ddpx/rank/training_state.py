@@ -5,9 +5,10 @@ wrapped, the optimizer, schedule and gradient scaler, the sampler — and where 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -36,12 +37,16 @@ class Components:
     wrapper: WrapperSpec
 
     @classmethod
-    def of(cls, job: Job, registry: Registry) -> "Components":
+    def of(cls, job: Job, registry: Registry) -> Components:
         train = job.config["train"]
         task = registry.task_of(job.config)
-        return cls(task=task, model=registry.get("models", job.config["model"]["name"]),
-                   metric=registry.get("metrics", task.metric), sampler=registry.get("samplers", train["sampler"]),
-                   wrapper=registry.get("wrappers", train["wrapper"]))
+        return cls(
+            task=task,
+            model=registry.get("models", job.config["model"]["name"]),
+            metric=registry.get("metrics", task.metric),
+            sampler=registry.get("samplers", train["sampler"]),
+            wrapper=registry.get("wrappers", train["wrapper"]),
+        )
 
 
 @dataclass
@@ -95,8 +100,9 @@ def clone_state(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in state.items()}
 
 
-def build_model(job: Job, parts: Components, data: TaskData, device: torch.device,
-                resume: dict[str, Any] | None) -> torch.nn.Module:
+def build_model(
+    job: Job, parts: Components, data: TaskData, device: torch.device, resume: dict[str, Any] | None
+) -> torch.nn.Module:
     """The plain model on ``device``: fresh, or with the checkpoint's or ``train.init_from``'s weights."""
     train = job.config["train"]
     model = parts.model.build({k: v for k, v in job.config["model"].items() if k != "name"}, data.info)
@@ -112,8 +118,17 @@ def build_model(job: Job, parts: Components, data: TaskData, device: torch.devic
 
 def count_batches(data: TaskData, sampler: Any, train: dict[str, Any], device: torch.device) -> int:
     """This rank's training batches per epoch; a rank with none is a clear error."""
-    count = len(training_batches(data.train, sampler, batch_size=train["batch_size"], device=device, num_workers=0,
-                                 collate_fn=data.collate_fn, drop_last=train["drop_last"]))
+    count = len(
+        training_batches(
+            data.train,
+            sampler,
+            batch_size=train["batch_size"],
+            device=device,
+            num_workers=0,
+            collate_fn=data.collate_fn,
+            drop_last=train["drop_last"],
+        )
+    )
     if count == 0:
         raise UserError(
             f"this rank gets no training batch: {len(sampler)} samples per rank with train.batch_size="
@@ -122,8 +137,15 @@ def count_batches(data: TaskData, sampler: Any, train: dict[str, Any], device: t
     return count
 
 
-def build_training_state(job: Job, registry: Registry, parts: Components, data: TaskData, env: RankEnv,
-                         device: torch.device, resume: dict[str, Any] | None) -> TrainingState:
+def build_training_state(
+    job: Job,
+    registry: Registry,
+    parts: Components,
+    data: TaskData,
+    env: RankEnv,
+    device: torch.device,
+    resume: dict[str, Any] | None,
+) -> TrainingState:
     """Everything this rank trains with, in the order that fixes every random draw."""
     train = job.config["train"]
     model = build_model(job, parts, data, device, resume)
@@ -134,12 +156,20 @@ def build_training_state(job: Job, registry: Registry, parts: Components, data: 
     batches = count_batches(data, sampler, train, device)
     optimizer = build_optimizer(registry, wrapped.parameters(), train)
     return TrainingState(
-        model=model, wrapped=wrapped, step_model=step_model, sampler=sampler, batches_per_epoch=batches,
-        batch_size=train["batch_size"], accumulate=train["accumulate"], optimizer=optimizer,
+        model=model,
+        wrapped=wrapped,
+        step_model=step_model,
+        sampler=sampler,
+        batches_per_epoch=batches,
+        batch_size=train["batch_size"],
+        accumulate=train["accumulate"],
+        optimizer=optimizer,
         scheduler=build_schedule(registry, optimizer, train, optimizer_steps(batches, train["accumulate"])),
         scaler=torch.amp.GradScaler(device.type, enabled=train["precision"] == "fp16"),
-        loss_fn=loss_function(parts.task.loss), autocast=autocast_factory(device, train["precision"]),
-        selection=Selection(best_state=clone_state(model.state_dict())), sharded=parts.wrapper.sharded,
+        loss_fn=loss_function(parts.task.loss),
+        autocast=autocast_factory(device, train["precision"]),
+        selection=Selection(best_state=clone_state(model.state_dict())),
+        sharded=parts.wrapper.sharded,
     )
 
 
@@ -156,14 +186,23 @@ def restore(state: TrainingState, resume: dict[str, Any], env: RankEnv) -> str:
     if resume.get("scaler"):
         state.scaler.load_state_dict(resume["scaler"])
     best = resume.get("best")
-    state.selection = Selection(best=tuple(best) if best else None, best_epoch=resume.get("best_epoch", 0),
-                                stale=resume.get("stale", 0), best_state=best_state)
+    state.selection = Selection(
+        best=tuple(best) if best else None,
+        best_epoch=resume.get("best_epoch", 0),
+        stale=resume.get("stale", 0),
+        best_state=best_state,
+    )
     ranks = resume["ranks"]
     same_world = len(ranks) == env.world_size
-    position = state.position = Position(epoch=resume["epoch"], step=resume.get("step", 0),
-                                         totals=ranks[env.rank]["totals"] if same_world else [0.0, 0.0])
-    state.global_step = resume.get("global_step", position.epoch * state.optimizer_steps_per_epoch
-                                   + optimizer_steps(position.step, state.accumulate))
+    position = state.position = Position(
+        epoch=resume["epoch"],
+        step=resume.get("step", 0),
+        totals=ranks[env.rank]["totals"] if same_world else [0.0, 0.0],
+    )
+    state.global_step = resume.get(
+        "global_step",
+        position.epoch * state.optimizer_steps_per_epoch + optimizer_steps(position.step, state.accumulate),
+    )
     if same_world:
         restore_rng_state(ranks[env.rank]["rng"])
     into = f", {position.step} step(s) into epoch {position.epoch + 1}" if position.step else ""

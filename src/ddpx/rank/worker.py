@@ -51,7 +51,7 @@ def run_rank(job_file: str) -> None:
     sys.unraisablehook = quiet_stops
     if rank != 0:
         warnings.simplefilter("ignore")
-        sys.stdout = open(os.devnull, "w")
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the rest of the process
     try:
         _run(job)
     except Preempted as exc:
@@ -62,7 +62,7 @@ def run_rank(job_file: str) -> None:
                 record_failure(job.run_dir, rank, disk_full_failure(error, job) or error)
                 raise SystemExit(1) from None
         raise SystemExit(Preempted.exit_code) from None
-    except BaseException as exc:  # noqa: BLE001 - every failure is recorded, then the rank exits
+    except BaseException as exc:
         record_failure(job.run_dir, rank, disk_full_failure(exc, job) or exc)
         raise SystemExit(130 if isinstance(exc, KeyboardInterrupt) else 1) from None
 
@@ -75,8 +75,12 @@ def disk_full_failure(exc: BaseException, job: Job) -> Exception | None:
     filename = getattr(cause, "filename", None)
     failed = Path(os.fsdecode(filename)) if filename else job.run_dir.path
     in_run_dir = job.run_dir.path in [failed, *failed.parents]
-    full = disk_full_error(exc, job.run_dir.path, "a file of the run" if in_run_dir else "a file",
-                           RESUME_FIX if in_run_dir else "Free space there.")
+    full = disk_full_error(
+        exc,
+        job.run_dir.path,
+        "a file of the run" if in_run_dir else "a file",
+        RESUME_FIX if in_run_dir else "Free space there.",
+    )
     full.__cause__ = exc  # failures/rank-N.json keeps where it happened; the user sees the paragraph
     return full
 
@@ -119,7 +123,9 @@ def _fit_and_record(job, registry, env, device, console, tracker, resume) -> Non
         raise  # the run goes on when started again: its tracking run stays open
     except BaseException as exc:
         if tracker:
-            tracker.finish("KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED", error=f"{type(exc).__name__}: {exc}")
+            tracker.finish(
+                "KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED", error=f"{type(exc).__name__}: {exc}"
+            )
         raise
     if not env.is_main:
         return
@@ -149,8 +155,14 @@ def _start_tracker(job, registry, env, device, console, resume):
     from ddpx.records.tracking import start_job_run
 
     warn = lambda text: console.print(f"[yellow]warning:[/yellow] {text}")  # noqa: E731
-    tracker = start_job_run(registry, job, device.type, warn, resume_run_id=resume.get("tracking_run_id") if resume else None,
-                            world_size=env.world_size)
+    tracker = start_job_run(
+        registry,
+        job,
+        device.type,
+        warn,
+        resume_run_id=resume.get("tracking_run_id") if resume else None,
+        world_size=env.world_size,
+    )
     tracker.set_tags(arithmetic_tags(device))  # a resumed run: where it goes on
     return tracker
 

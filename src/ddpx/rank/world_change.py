@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from torch.utils.data import Sampler
 
@@ -64,9 +65,15 @@ def deal(orders: list[list[int]], rank: int, world_size: int) -> list[int]:
     return padded[rank::world_size]
 
 
-def continue_here(state: TrainingState, resume: dict[str, Any], rank: int, world_size: int,
-                  build_sampler: Callable[..., Any], train: dict[str, Any],
-                  rebuild_schedule: Callable[[], Any]) -> str | None:
+def continue_here(
+    state: TrainingState,
+    resume: dict[str, Any],
+    rank: int,
+    world_size: int,
+    build_sampler: Callable[..., Any],
+    train: dict[str, Any],
+    rebuild_schedule: Callable[[], Any],
+) -> str | None:
     """Fit ``resume`` to this job when its ranks or steps per epoch differ; a line for the user, or None."""
     ranks = resume["ranks"]
     same_world = len(ranks) == world_size
@@ -82,8 +89,10 @@ def continue_here(state: TrainingState, resume: dict[str, Any], rank: int, world
     if written_steps is None or written_steps == state.optimizer_steps_per_epoch:
         return None if same_world else f"continuing on {world_size} rank(s) a checkpoint of {len(ranks)}"
     advance_schedule(state, rebuild_schedule, steps_done(state, resume))
-    return (f"continuing on {world_size} rank(s) a checkpoint of {len(ranks)}: {written_steps} optimizer steps per "
-            f"epoch there, {state.optimizer_steps_per_epoch} here; the learning-rate schedule is rescaled to match")
+    return (
+        f"continuing on {world_size} rank(s) a checkpoint of {len(ranks)}: {written_steps} optimizer steps per "
+        f"epoch there, {state.optimizer_steps_per_epoch} here; the learning-rate schedule is rescaled to match"
+    )
 
 
 def steps_done(state: TrainingState, resume: dict[str, Any]) -> int:

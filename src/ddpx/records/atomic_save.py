@@ -13,16 +13,19 @@ import errno
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ddpx.contract.errors import UserError
 
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 SQLITE_FULL = 13  # sqlite3's "database or disk is full"
-RESUME_FIX = ("Free space there, or give --run-dir a folder on a larger disk, and continue with `--resume auto` (the "
-              "last checkpoint written is intact).")
+RESUME_FIX = (
+    "Free space there, or give --run-dir a folder on a larger disk, and continue with `--resume auto` (the "
+    "last checkpoint written is intact)."
+)
 
 
 def disk_full_cause(exc: BaseException | None) -> BaseException | None:
@@ -57,12 +60,15 @@ def disk_full_message(folder: Path, what: str, fix: str = "Free space there.") -
         free = f"{usage.total // 1024} KiB, {usage.free // 1024} KiB free now"
     except OSError:
         free = "its free space unknown"
-    return (f"no space left on the device holding {folder} (the disk mounted at {mount}: {free}): {what} could not "
-            f"be written. {fix}")
+    return (
+        f"no space left on the device holding {folder} (the disk mounted at {mount}: {free}): {what} could not "
+        f"be written. {fix}"
+    )
 
 
-def disk_full_error(exc: BaseException, folder: Path | None, what: str = "a file",
-                    fix: str = "Free space there.") -> UserError | None:
+def disk_full_error(
+    exc: BaseException, folder: Path | None, what: str = "a file", fix: str = "Free space there."
+) -> UserError | None:
     """``exc`` as the paragraph of :func:`disk_full_message` when a full disk caused it, else None;
     the folder is the failed file's own when the error names it, else ``folder`` (None: not known)."""
     cause = disk_full_cause(exc)
@@ -72,9 +78,11 @@ def disk_full_error(exc: BaseException, folder: Path | None, what: str = "a file
         failed = Path(os.fsdecode(cause.filename))
         folder, what = failed.parent, f"{what} ({failed.name})"
     if folder is None:
-        return UserError(f"no space left on a disk this command writes to ({cause}): {what} could not be written. "
-                         "Free space on the disk of the run folders (--run-dir, default ./ddpx-runs) or of the "
-                         "tracking store (--tracking-uri), and run the command again.")
+        return UserError(
+            f"no space left on a disk this command writes to ({cause}): {what} could not be written. "
+            "Free space on the disk of the run folders (--run-dir, default ./ddpx-runs) or of the "
+            "tracking store (--tracking-uri), and run the command again."
+        )
     return UserError(disk_full_message(folder, what, fix))
 
 
@@ -117,7 +125,7 @@ def append_line(path: Path, line: str) -> None:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
         except OSError as exc:
             os.ftruncate(fd, start)
             exc.filename = exc.filename or str(path)

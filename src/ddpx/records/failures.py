@@ -38,8 +38,11 @@ def record_failure(run_dir: RunDir, rank: int, exc: BaseException) -> None:
         pass
 
 
-_ECHO = re.compile(r"Connection closed by peer|Connection reset by peer|Broken pipe|communicator was aborted|"
-                   r"Socket Timeout|ProcessGroup.*(aborted|shut ?down)", re.IGNORECASE)
+_ECHO = re.compile(
+    r"Connection closed by peer|Connection reset by peer|Broken pipe|communicator was aborted|"
+    r"Socket Timeout|ProcessGroup.*(aborted|shut ?down)",
+    re.IGNORECASE,
+)
 
 
 def _cause_order(record: dict) -> tuple:
@@ -76,4 +79,3 @@ def clear_failures(run_dir: RunDir) -> None:
     if run_dir.failures.is_dir():
         for path in run_dir.failures.glob("rank-*.json"):
             path.unlink(missing_ok=True)
-

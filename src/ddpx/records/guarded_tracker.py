@@ -6,8 +6,9 @@ once, and the metrics still land in the run folder's ``metrics.jsonl`` and ``sum
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ddpx.contract.records import DatasetRecord
 from ddpx.contract.specs import Tracker
@@ -30,18 +31,21 @@ class GuardedTracker:
             fn(self._tracker)
         except Exception as exc:
             full = disk_full_cause(exc)  # said in a line, not with the store's whole statement
-            self.error = (f"no space left on the tracking store's disk ({full})" if full
-                          else f"{type(exc).__name__}: {exc}")
+            self.error = (
+                f"no space left on the tracking store's disk ({full})" if full else f"{type(exc).__name__}: {exc}"
+            )
             self._warn(
                 f"tracking failed while trying to {what} ({self.error}); training goes on without it, and every "
                 "metric is still written to the run folder (metrics.jsonl, summary.json)."
             )
             self._tracker = None
 
-    def start(self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str],
-              resume_run_id: str | None = None) -> None:
-        self._call("start the run", lambda t: t.start(run_name=run_name, params=params, tags=tags,
-                                                      resume_run_id=resume_run_id))
+    def start(
+        self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str], resume_run_id: str | None = None
+    ) -> None:
+        self._call(
+            "start the run", lambda t: t.start(run_name=run_name, params=params, tags=tags, resume_run_id=resume_run_id)
+        )
         if self._tracker is not None:
             self.run_id = self._tracker.run_id
 
@@ -62,8 +66,10 @@ class GuardedTracker:
         try:
             self._tracker.log_model(folder, register)
         except Exception as exc:
-            self._warn(f"the best model could not be logged to the tracker ({type(exc).__name__}: {exc}); it is "
-                       f"in the run folder ({folder}) and `ddpx predict` reads it there.")
+            self._warn(
+                f"the best model could not be logged to the tracker ({type(exc).__name__}: {exc}); it is "
+                f"in the run folder ({folder}) and `ddpx predict` reads it there."
+            )
 
     def set_tags(self, tags: Mapping[str, str]) -> None:
         if self._tracker is not None and hasattr(self._tracker, "set_tags"):

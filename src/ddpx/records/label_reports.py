@@ -10,8 +10,8 @@ model ranks apart would tie in the file).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -74,7 +74,12 @@ def label_reports(targets: np.ndarray, logits: np.ndarray, names: Sequence[str],
     header, columns = [], []
     for j, name in enumerate(names):
         header += [f"target_{name}", f"logit_{name}", f"probability_{name}"]
-        columns += [np.array([None if np.isnan(t) else int(t) for t in targets[:, j]], dtype=object),
-                    logits[:, j], probabilities[:, j]]
-    return [label_roc_png(targets, logits, names, folder / "heldout_roc_curves.png"),
-            predictions_csv(header, columns, folder / "heldout_predictions.csv")]
+        columns += [
+            np.array([None if np.isnan(t) else int(t) for t in targets[:, j]], dtype=object),
+            logits[:, j],
+            probabilities[:, j],
+        ]
+    return [
+        label_roc_png(targets, logits, names, folder / "heldout_roc_curves.png"),
+        predictions_csv(header, columns, folder / "heldout_predictions.csv"),
+    ]

@@ -17,8 +17,9 @@ Rank 0 writes ``<run dir>/model/`` at the end of a run and the tracker stores it
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import torch
 
@@ -30,15 +31,20 @@ STATE_FILE = "state_dict.pt"
 SPEC_FILE = "model.json"
 
 
-def write_model_files(folder: Path, state_dict: Mapping[str, torch.Tensor], config: Mapping[str, Any],
-                      info: Mapping[str, Any]) -> list[Path]:
+def write_model_files(
+    folder: Path, state_dict: Mapping[str, torch.Tensor], config: Mapping[str, Any], info: Mapping[str, Any]
+) -> list[Path]:
     """Write the two model files into ``folder``; returns their paths."""
     try:
-        spec = json.dumps({"format": FORMAT, "task": config["task"], "model": dict(config["model"]),
-                           "task_info": dict(info)}, indent=2)
+        spec = json.dumps(
+            {"format": FORMAT, "task": config["task"], "model": dict(config["model"]), "task_info": dict(info)},
+            indent=2,
+        )
     except TypeError as exc:
-        raise PluginError(f"task '{config['task']}' returned a TaskData.info that is not JSON-serialisable "
-                          f"({exc}); keep it to numbers, strings, lists and dicts.") from None
+        raise PluginError(
+            f"task '{config['task']}' returned a TaskData.info that is not JSON-serialisable "
+            f"({exc}); keep it to numbers, strings, lists and dicts."
+        ) from None
     folder.mkdir(parents=True, exist_ok=True)
     state_path, spec_path = folder / STATE_FILE, folder / SPEC_FILE
     save_atomically({k: v.detach().cpu() for k, v in state_dict.items()}, state_path, "the best model's weights")
@@ -54,8 +60,10 @@ def load_model(folder: str | Path, registry: Any = None) -> torch.nn.Module:
     folder = Path(folder)
     spec_path, state_path = folder / SPEC_FILE, folder / STATE_FILE
     if not spec_path.is_file() or not state_path.is_file():
-        raise UserError(f"'{folder}' is not a ddpx model folder: it needs {SPEC_FILE} and {STATE_FILE} "
-                        "(the `model` artifact folder of a ddpx run).")
+        raise UserError(
+            f"'{folder}' is not a ddpx model folder: it needs {SPEC_FILE} and {STATE_FILE} "
+            "(the `model` artifact folder of a ddpx run)."
+        )
     spec = json.loads(spec_path.read_text(encoding="utf-8"))
     registry = registry or load_registry()
     builder = registry.get("models", spec["model"]["name"])
@@ -75,8 +83,10 @@ def load_table_predictor(folder: str | Path, registry: Any = None) -> Callable[[
     spec = json.loads((Path(folder) / SPEC_FILE).read_text(encoding="utf-8"))
     task = registry.get("tasks", spec["task"])
     if task.predictor is None:
-        raise UserError(f"the task '{task.name}' of this model cannot predict from a table (its plugin declares no "
-                        "TablePredictor); load the model with ddpx.api.load_model and call it on tensors.")
+        raise UserError(
+            f"the task '{task.name}' of this model cannot predict from a table (its plugin declares no "
+            "TablePredictor); load the model with ddpx.api.load_model and call it on tensors."
+        )
     info = spec["task_info"]
 
     def predict(table: Any) -> Any:

@@ -9,8 +9,8 @@ target, over the samples that have it, with the diagonal and the target's RMSE);
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -59,7 +59,11 @@ def regression_reports(targets: np.ndarray, outputs: np.ndarray, names: Sequence
     header, columns = [], []
     for j, name in enumerate(names):
         header += ["target", "prediction"] if len(names) == 1 else [f"target_{name}", f"prediction_{name}"]
-        columns += [np.array([None if np.isnan(t) else float(t) for t in targets[:, j]], dtype=object),
-                    predictions[:, j]]
-    return [predicted_vs_true_png(targets, predictions, names, folder / "heldout_predicted_vs_true.png"),
-            predictions_csv(header, columns, folder / "heldout_predictions.csv")]
+        columns += [
+            np.array([None if np.isnan(t) else float(t) for t in targets[:, j]], dtype=object),
+            predictions[:, j],
+        ]
+    return [
+        predicted_vs_true_png(targets, predictions, names, folder / "heldout_predicted_vs_true.png"),
+        predictions_csv(header, columns, folder / "heldout_predictions.csv"),
+    ]

@@ -28,17 +28,25 @@ if TYPE_CHECKING:  # pragma: no cover
 def load_finished_job(folder: Path, tracking: str, uri: str | None, experiment: str | None) -> tuple[Job, RunSummary]:
     run_dir = RunDir(folder.resolve())
     if not run_dir.job_file.is_file() or not run_dir.summary_file.is_file():
-        raise UserError(f"{folder} is not a finished ddpx run folder (it needs job.json and summary.json). "
-                        "Give the folder a run printed as its 'run folder', under ddpx-runs/.")
+        raise UserError(
+            f"{folder} is not a finished ddpx run folder (it needs job.json and summary.json). "
+            "Give the folder a run printed as its 'run folder', under ddpx-runs/."
+        )
     job = Job.load(run_dir.job_file)
     job.run_dir = run_dir
-    job.launch = replace(job.launch, tracking=tracking, tracking_uri=uri or job.launch.tracking_uri,
-                         experiment=experiment or job.launch.experiment or job.recipe_name, system_metrics=False)
+    job.launch = replace(
+        job.launch,
+        tracking=tracking,
+        tracking_uri=uri or job.launch.tracking_uri,
+        experiment=experiment or job.launch.experiment or job.recipe_name,
+        system_metrics=False,
+    )
     return job, RunSummary.read(run_dir.summary_file)
 
 
-def upload_run(registry: "Registry", folder: Path, *, tracking: str = "mlflow", uri: str | None = None,
-               experiment: str | None = None) -> GuardedTracker:
+def upload_run(
+    registry: Registry, folder: Path, *, tracking: str = "mlflow", uri: str | None = None, experiment: str | None = None
+) -> GuardedTracker:
     """Record the finished run in ``folder`` with ``tracking``; return its tracker.
 
     If the store already holds the run's own tracking run (its store went away mid-run and is
@@ -61,7 +69,7 @@ def upload_run(registry: "Registry", folder: Path, *, tracking: str = "mlflow", 
     return tracker
 
 
-def open_run(registry: "Registry", job: Job) -> tuple[GuardedTracker, int]:
+def open_run(registry: Registry, job: Job) -> tuple[GuardedTracker, int]:
     """The run's own tracking run continued, with the number of epochs it holds, if the store
     has it; else a new run (holding none)."""
     device_type = registry.get("backends", job.launch.backend).device_type

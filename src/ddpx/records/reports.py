@@ -14,8 +14,9 @@ Over exactly the held-out split, in dataset order:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -72,8 +73,9 @@ def confusion_matrix_png(targets: np.ndarray, predicted: np.ndarray, classes: li
     else:
         threshold = matrix.max() / 2 if matrix.size else 0
         for (i, j), count in np.ndenumerate(matrix):
-            ax.text(j, i, str(count), ha="center", va="center", fontsize=8,
-                    color="white" if count > threshold else "black")
+            ax.text(
+                j, i, str(count), ha="center", va="center", fontsize=8, color="white" if count > threshold else "black"
+            )
     return save_figure(fig, path)
 
 
@@ -88,18 +90,29 @@ def heldout_reports(predictions: Any, loss: str, info: Mapping[str, Any], folder
     if loss == "mse":
         return regression_reports(targets, outputs.numpy(), info.get("labels") or [], folder)
     if loss == "bce_with_logits" and outputs.dim() == 2 and outputs.shape[1] > 1:
-        return label_reports(targets, outputs.numpy(), info.get("labels") or [str(j) for j in range(outputs.shape[1])],
-                             folder)
+        return label_reports(
+            targets, outputs.numpy(), info.get("labels") or [str(j) for j in range(outputs.shape[1])], folder
+        )
     if loss == "bce_with_logits":
         logits = outputs.reshape(-1)
         probability = probabilities_of(logits.numpy())
         targets = targets.astype(np.int64)  # 0/1 labels, stored as floats for the loss
-        return [roc_curve_png(targets, probability, folder / "heldout_roc_curve.png"),
-                predictions_csv(["target", "logit", "probability"], [targets, logits.numpy(), probability],
-                                folder / "heldout_predictions.csv")]
+        return [
+            roc_curve_png(targets, probability, folder / "heldout_roc_curve.png"),
+            predictions_csv(
+                ["target", "logit", "probability"],
+                [targets, logits.numpy(), probability],
+                folder / "heldout_predictions.csv",
+            ),
+        ]
     probabilities = torch.softmax(outputs, dim=1)
     confidence, predicted = probabilities.max(dim=1)
     classes = [str(c) for c in info.get("classes", range(outputs.shape[1]))]
-    return [confusion_matrix_png(targets, predicted.numpy(), classes, folder / "heldout_confusion_matrix.png"),
-            predictions_csv(["target", "predicted", "probability"], [targets, predicted.numpy(), confidence.numpy()],
-                            folder / "heldout_predictions.csv")]
+    return [
+        confusion_matrix_png(targets, predicted.numpy(), classes, folder / "heldout_confusion_matrix.png"),
+        predictions_csv(
+            ["target", "predicted", "probability"],
+            [targets, predicted.numpy(), confidence.numpy()],
+            folder / "heldout_predictions.csv",
+        ),
+    ]

@@ -37,7 +37,7 @@ class RunDir:
     path: Path
 
     @classmethod
-    def create(cls, recipe_name: str, base: str | os.PathLike | None = None) -> "RunDir":
+    def create(cls, recipe_name: str, base: str | os.PathLike | None = None) -> RunDir:
         """A new, unique run folder under ``base`` (default ``./ddpx-runs``)."""
         parent = Path(base) if base else Path(DEFAULT_ROOT)
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -45,10 +45,13 @@ class RunDir:
         try:
             path.mkdir(parents=True, exist_ok=False)
         except OSError as exc:
-            full = disk_full_error(exc, path.parent, "the run folder", "Free space there, or give --run-dir a folder "
-                                   "on a larger disk.")
-            raise full or UserError(f"cannot create the run folder {path}: {exc.strerror or exc}. Choose a folder you "
-                                    "can write to with --run-dir DIR (the default is ./ddpx-runs).") from None
+            full = disk_full_error(
+                exc, path.parent, "the run folder", "Free space there, or give --run-dir a folder on a larger disk."
+            )
+            raise full or UserError(
+                f"cannot create the run folder {path}: {exc.strerror or exc}. Choose a folder you "
+                "can write to with --run-dir DIR (the default is ./ddpx-runs)."
+            ) from None
         return cls(path.resolve())
 
     @property
@@ -101,8 +104,17 @@ class RunDir:
 
     def holds_rank_records(self) -> bool:
         """Whether anything of a rank's (or a launcher's log) is here: more than the job's definition."""
-        written = (self.checkpoints, self.metrics_file, self.summary_file, self.stopped_file, self.tracking_file,
-                   self.failures, self.path / "stalls", self.launcher_log, self.torchrun_logs)
+        written = (
+            self.checkpoints,
+            self.metrics_file,
+            self.summary_file,
+            self.stopped_file,
+            self.tracking_file,
+            self.failures,
+            self.path / "stalls",
+            self.launcher_log,
+            self.torchrun_logs,
+        )
         return any(path.exists() for path in written)
 
 

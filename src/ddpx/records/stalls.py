@@ -42,8 +42,14 @@ def clear_stalls(run_dir: Path) -> None:
 
 def describe_stalls(records: list[dict]) -> str:
     """Which ranks made no progress, where, for how long, and their process ids."""
-    lines = [f"  rank {r['rank']} (pid {r['pid']} on {r['host']}): {r['where']}, for {r['quiet_s']:.0f} s"
-             for r in records]
+    lines = [
+        f"  rank {r['rank']} (pid {r['pid']} on {r['host']}): {r['where']}, for {r['quiet_s']:.0f} s" for r in records
+    ]
     ranks = ", ".join(str(r["rank"]) for r in records)
-    return "\n".join([f"no progress on rank(s) {ranks}:", *lines,
-                      "(`py-spy dump --pid PID` on that host shows a rank's Python stack.)"])
+    return "\n".join(
+        [
+            f"no progress on rank(s) {ranks}:",
+            *lines,
+            "(`py-spy dump --pid PID` on that host shows a rank's Python stack.)",
+        ]
+    )

@@ -5,8 +5,9 @@ drawn with Optuna's own matplotlib plots (no browser needed)."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 
 def study_pictures(study: Any, folder: Path) -> list[Path]:
@@ -19,8 +20,10 @@ def study_pictures(study: Any, folder: Path) -> list[Path]:
     from optuna.trial import TrialState
 
     finished = [t for t in study.trials if t.state == TrialState.COMPLETE]
-    wanted: list[tuple[str, Callable[[Any], Any]]] = [("optimization_history", plots.plot_optimization_history),
-                                                     ("dev_curves", plots.plot_intermediate_values)]
+    wanted: list[tuple[str, Callable[[Any], Any]]] = [
+        ("optimization_history", plots.plot_optimization_history),
+        ("dev_curves", plots.plot_intermediate_values),
+    ]
     if len(finished) >= 2 and len(study.best_trial.params) >= 1:
         wanted.append(("param_importances", plots.plot_param_importances))
     folder.mkdir(parents=True, exist_ok=True)

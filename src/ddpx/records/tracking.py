@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ddpx.config.values import flatten
 from ddpx.contract.records import RunSummary
@@ -86,10 +87,16 @@ def append_metrics(path: Path, record: Mapping[str, Any]) -> None:
     append_line(path, json.dumps(dict(record)))
 
 
-def record_result(tracker: GuardedTracker, job: Job, registry: "Registry", summary: RunSummary) -> None:
+def record_result(tracker: GuardedTracker, job: Job, registry: Registry, summary: RunSummary) -> None:
     """The end of a run in the tracker: held-out metrics, the note, the best model, FINISHED."""
-    tracker.log_metrics({**summary.heldout, **summary.by_label, "best_epoch": float(summary.best_epoch),
-                         "heldout_samples": float(summary.heldout_samples)})
+    tracker.log_metrics(
+        {
+            **summary.heldout,
+            **summary.by_label,
+            "best_epoch": float(summary.best_epoch),
+            "heldout_samples": float(summary.heldout_samples),
+        }
+    )
     tracker.note(result_note(summary))
     if job.launch.log_model and registry.task_of(job.config).predictor is not None:
         tracker.log_model(job.run_dir.path / "model", register=job.launch.register)
@@ -105,12 +112,20 @@ def result_note(summary: RunSummary) -> str:
     name, value = summary.heldout_metric
     pruned = f" Pruned by the search after epoch {summary.pruned_after}." if summary.pruned_after is not None else ""
     by = " (by dev loss)" if summary.selected_by == "loss" else ""
-    return (f"**{name} {value:.4f}** over all {summary.heldout_samples} held-out samples; the best of "
-            f"{summary.epochs_run} epoch(s) on the dev split{by} was epoch {summary.best_epoch}.{pruned}")
+    return (
+        f"**{name} {value:.4f}** over all {summary.heldout_samples} held-out samples; the best of "
+        f"{summary.epochs_run} epoch(s) on the dev split{by} was epoch {summary.best_epoch}.{pruned}"
+    )
 
 
-def start_job_run(registry: "Registry", job: Job, device_type: str, warn: Callable[[str], None],
-                  resume_run_id: str | None = None, world_size: int | None = None) -> GuardedTracker:
+def start_job_run(
+    registry: Registry,
+    job: Job,
+    device_type: str,
+    warn: Callable[[str], None],
+    resume_run_id: str | None = None,
+    world_size: int | None = None,
+) -> GuardedTracker:
     """Open the job's tracking run — params, tags, the recipe file — or continue ``resume_run_id``,
     and note its id in the run folder (``tracking.json``).
 
@@ -121,8 +136,12 @@ def start_job_run(registry: "Registry", job: Job, device_type: str, warn: Callab
     tracker = GuardedTracker(spec.create(job), warn=warn)
     versions = {i.distribution: i.version for i in registry.pm.info.values() if i.distribution and i.version}
     metric = registry.get("metrics", registry.task_of(job.config).metric)
-    tracker.start(run_name=job.run_dir.path.name, params=run_params(job, device=device_type, world_size=world_size),
-                  tags=run_tags(job, versions, metric), resume_run_id=resume_run_id)
+    tracker.start(
+        run_name=job.run_dir.path.name,
+        params=run_params(job, device=device_type, world_size=world_size),
+        tags=run_tags(job, versions, metric),
+        resume_run_id=resume_run_id,
+    )
     if tracker.run_id:
         if not resume_run_id:
             tracker.log_artifact(job.run_dir.recipe_file)
@@ -130,8 +149,10 @@ def start_job_run(registry: "Registry", job: Job, device_type: str, warn: Callab
         try:
             write_tracking_record(job, tracker, logged)
         except OSError as exc:  # a full disk, say: the run is still recorded (and closed by the caller)
-            warn(f"the run's id could not be noted in {job.run_dir.tracking_file} ({exc.strerror or exc}); "
-                 "`ddpx upload` cannot continue this run later.")
+            warn(
+                f"the run's id could not be noted in {job.run_dir.tracking_file} ({exc.strerror or exc}); "
+                "`ddpx upload` cannot continue this run later."
+            )
     return tracker
 
 
@@ -164,7 +185,7 @@ def log_epochs_after(tracker: GuardedTracker, job: Job, logged: int) -> None:
             log_epoch(tracker, job, int(record["epoch"]), {k: v for k, v in record.items() if k != "epoch"})
 
 
-def close_tracking_run(registry: "Registry", job: Job, status: str, error: str) -> None:
+def close_tracking_run(registry: Registry, job: Job, status: str, error: str) -> None:
     """Mark the job's tracking run ``status`` with ``error`` (for ranks stopped before they could),
     with the epochs in ``metrics.jsonl`` it did not take (rank 0 killed before it logged them).
 

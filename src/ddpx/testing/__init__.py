@@ -15,10 +15,10 @@ in a temporary folder.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from ddpx.contract.records import RunSummary
 from ddpx.plugin_host.plugin_manager import EXTRA_ENV
@@ -55,9 +55,17 @@ def plugins_enabled(modules: Sequence[str]) -> Iterator[None]:
             os.environ[EXTRA_ENV] = previous
 
 
-def run_recipe(recipe: str, overrides: Sequence[str] = (), *, plugins: Sequence[str] = (), nproc: int = 2,
-               launcher: str = "spawn", tracking: str = "none", tracking_uri: str | None = None,
-               workdir: str | os.PathLike | None = None) -> RunResult:
+def run_recipe(
+    recipe: str,
+    overrides: Sequence[str] = (),
+    *,
+    plugins: Sequence[str] = (),
+    nproc: int = 2,
+    launcher: str = "spawn",
+    tracking: str = "none",
+    tracking_uri: str | None = None,
+    workdir: str | os.PathLike | None = None,
+) -> RunResult:
     """Run ``recipe`` (a name or a .toml path) on ``nproc`` CPU ranks with gloo; raise if it fails."""
     from ddpx.config.recipe import resolve_recipe
     from ddpx.launch.plan import plan_job
@@ -69,11 +77,17 @@ def run_recipe(recipe: str, overrides: Sequence[str] = (), *, plugins: Sequence[
     with plugins_enabled(plugins):
         registry = load_registry()
         resolved = resolve_recipe(registry, recipe, overrides)
-        settings = LaunchSettings(launcher=launcher, nproc=nproc, backend="gloo", tracking=tracking,
-                                  tracking_uri=tracking_uri, runs_dir=str(base / "ddpx-runs"))
+        settings = LaunchSettings(
+            launcher=launcher,
+            nproc=nproc,
+            backend="gloo",
+            tracking=tracking,
+            tracking_uri=tracking_uri,
+            runs_dir=str(base / "ddpx-runs"),
+        )
         summary = run_job(registry, resolved, plan_job(registry, resolved, settings))
     assert summary is not None
     return RunResult(summary=summary, run_dir=Path(summary.run_dir))
 
 
-__all__ = ["RunResult", "run_recipe", "plugins_enabled"]
+__all__ = ["RunResult", "plugins_enabled", "run_recipe"]

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pluggy
 
-from ddpx.contract.specs import KINDS
 from ddpx.contract.errors import PluginError, UserError
 from ddpx.contract.recipe_file import read_recipe_file
+from ddpx.contract.specs import KINDS
 from ddpx.plugin_host.registry import Registry
 
 CHECK_OVERRIDES = ("train.max_epochs=1",)
@@ -51,8 +51,13 @@ def check_plugin(registry: Registry, name: str, nproc: int = 2) -> list[Check]:
         checks.append(Check(f"{plugin}: loads", True, f"module {pm.info[plugin].module}"))
         try:
             pm.check_pending()
-            checks.append(Check(f"{plugin}: hooks match the specs", True,
-                                ", ".join(sorted(c.name for c in pm.get_hookcallers(pm.get_plugin(plugin)) or []))))
+            checks.append(
+                Check(
+                    f"{plugin}: hooks match the specs",
+                    True,
+                    ", ".join(sorted(c.name for c in pm.get_hookcallers(pm.get_plugin(plugin)) or [])),
+                )
+            )
         except pluggy.PluginValidationError as exc:
             checks.append(Check(f"{plugin}: hooks match the specs", False, str(exc)))
             continue
@@ -60,8 +65,13 @@ def check_plugin(registry: Registry, name: str, nproc: int = 2) -> list[Check]:
         try:
             for kind in KINDS:
                 owned[kind] = [n for n in registry.all(kind) if registry.owner(kind, n) == plugin]
-            checks.append(Check(f"{plugin}: names are its own", True,
-                                "; ".join(f"{k}: {', '.join(v)}" for k, v in owned.items() if v) or "registers nothing"))
+            checks.append(
+                Check(
+                    f"{plugin}: names are its own",
+                    True,
+                    "; ".join(f"{k}: {', '.join(v)}" for k, v in owned.items() if v) or "registers nothing",
+                )
+            )
         except PluginError as exc:
             checks.append(Check(f"{plugin}: names are its own", False, exc.message))
             continue
@@ -72,11 +82,16 @@ def check_plugin(registry: Registry, name: str, nproc: int = 2) -> list[Check]:
 def _recipe_runs(registry: Registry, plugin: str, owned: dict[str, list[str]], nproc: int) -> list[Check]:
     from ddpx.testing import run_recipe
 
-    task_of = {name: read_recipe_file(Path(source.path)).get("task") for name, source in registry.all("recipes").items()}
+    task_of = {
+        name: read_recipe_file(Path(source.path)).get("task") for name, source in registry.all("recipes").items()
+    }
     own_tasks = owned.get("tasks", [])
     recipes = set(owned.get("recipes", [])) | {name for name, task in task_of.items() if task in own_tasks}
-    checks = [Check(f"{plugin}: task {t} has a recipe", False, "ship a recipe that uses it, so it can be run and checked")
-              for t in own_tasks if not any(task_of[r] == t for r in recipes)]
+    checks = [
+        Check(f"{plugin}: task {t} has a recipe", False, "ship a recipe that uses it, so it can be run and checked")
+        for t in own_tasks
+        if not any(task_of[r] == t for r in recipes)
+    ]
     for recipe in sorted(recipes):
         label = f"{plugin}: recipe {recipe} trains on {nproc} CPU ranks"
         try:
@@ -87,6 +102,12 @@ def _recipe_runs(registry: Registry, plugin: str, owned: dict[str, list[str]], n
             continue
         key = f"heldout_{result.summary.metric}"
         passed = key in result.heldout and result.summary.heldout_samples > 0
-        checks.append(Check(label, passed, f"{key} = {result.heldout.get(key, float('nan')):.4f} over "
-                                           f"{result.summary.heldout_samples} held-out samples"))
+        checks.append(
+            Check(
+                label,
+                passed,
+                f"{key} = {result.heldout.get(key, float('nan')):.4f} over "
+                f"{result.summary.heldout_samples} held-out samples",
+            )
+        )
     return checks

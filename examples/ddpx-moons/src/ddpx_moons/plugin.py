@@ -32,6 +32,8 @@ def build_moons(request) -> TaskData:
     y = torch.tensor(labels, dtype=torch.float32)
     split = lambda idx: TensorDataset(x[idx], y[idx])  # noqa: E731
     return TaskData(train=split(train), dev=split(dev), heldout=split(heldout), info={"features": 2})
+
+
 # --8<-- [end:task]
 
 
@@ -44,30 +46,53 @@ def build_mlp(params, info):
     class MoonsMLP(nn.Module):
         def __init__(self):
             super().__init__()
-            self.net = nn.Sequential(nn.Linear(info["features"], hidden), nn.Tanh(), nn.Linear(hidden, hidden),
-                                     nn.Tanh(), nn.Linear(hidden, 1))
+            self.net = nn.Sequential(
+                nn.Linear(info["features"], hidden),
+                nn.Tanh(),
+                nn.Linear(hidden, hidden),
+                nn.Tanh(),
+                nn.Linear(hidden, 1),
+            )
 
         def forward(self, x):
             return self.net(x).squeeze(-1)
 
     return MoonsMLP()
+
+
 # --8<-- [end:model]
 
 
 # --8<-- [start:register]
 @hookimpl
 def register_tasks(register):
-    register(TaskSpec("moons", "two interleaving half-circles (scikit-learn), binary", build_moons,
-                      loss="bce_with_logits", metric="roc_auc", params=TASK_PARAMS))
+    register(
+        TaskSpec(
+            "moons",
+            "two interleaving half-circles (scikit-learn), binary",
+            build_moons,
+            loss="bce_with_logits",
+            metric="roc_auc",
+            params=TASK_PARAMS,
+        )
+    )
 
 
 @hookimpl
 def register_models(register):
-    register(ModelSpec("moons_mlp", "a small tanh MLP with one logit", build_mlp,
-                       params={"hidden": Param(32, "hidden width", minimum=1)}))
+    register(
+        ModelSpec(
+            "moons_mlp",
+            "a small tanh MLP with one logit",
+            build_mlp,
+            params={"hidden": Param(32, "hidden width", minimum=1)},
+        )
+    )
 
 
 @hookimpl
 def register_recipes(register):
     register(RecipeSource(Path(str(resources.files("ddpx_moons") / "recipes" / "moons_mlp.toml"))))
+
+
 # --8<-- [end:register]

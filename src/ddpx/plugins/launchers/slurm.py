@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-from ddpx.api import Job, LaunchOption, LaunchOutcome, LauncherSpec, UserError, hookimpl, run_supervised
+from ddpx.api import Job, LauncherSpec, LaunchOption, LaunchOutcome, UserError, hookimpl, run_supervised
 from ddpx.plugins.launchers.slurm_script import sbatch_script
 
 FINAL_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
@@ -30,8 +30,10 @@ def inside_allocation() -> bool:
 
 
 def _not_installed(command: str) -> UserError:
-    return UserError(f"--launcher slurm needs the Slurm commands (`{command}` is not installed here). Run on a "
-                     "Slurm login node, or use --launcher spawn or torchrun.")
+    return UserError(
+        f"--launcher slurm needs the Slurm commands (`{command}` is not installed here). Run on a "
+        "Slurm login node, or use --launcher spawn or torchrun."
+    )
 
 
 def _slurm(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -51,9 +53,11 @@ def submit(script) -> str:
         raise _not_installed("sbatch") from None
     if result.returncode != 0:
         why = " ".join((result.stderr.strip() or result.stdout.strip() or f"exit status {result.returncode}").split())
-        raise UserError(f"Slurm refused the job, so nothing was submitted or recorded: {why}. Fix what sbatch names "
-                        "(--partition, --time, --account, an --sbatch-arg, or the --nnodes/--nproc the cluster can "
-                        "give) and run the command again; --dry-run prints the script sbatch is given.")
+        raise UserError(
+            f"Slurm refused the job, so nothing was submitted or recorded: {why}. Fix what sbatch names "
+            "(--partition, --time, --account, an --sbatch-arg, or the --nnodes/--nproc the cluster can "
+            "give) and run the command again; --dry-run prints the script sbatch is given."
+        )
     return result.stdout.strip().split(";")[0]
 
 
@@ -116,8 +120,17 @@ def run_inside_allocation(job: Job) -> int:
     """Inside ``salloc`` or an sbatch script: ``srun`` starts one task per rank."""
     settings = job.launch
     tasks = settings.nnodes * settings.nproc
-    cmd = ["srun", f"--nodes={settings.nnodes}", f"--ntasks={tasks}", f"--ntasks-per-node={settings.nproc}",
-           "--kill-on-bad-exit=1", sys.executable, "-m", "ddpx.plugins.launchers.slurm_task", str(job.run_dir.job_file)]
+    cmd = [
+        "srun",
+        f"--nodes={settings.nnodes}",
+        f"--ntasks={tasks}",
+        f"--ntasks-per-node={settings.nproc}",
+        "--kill-on-bad-exit=1",
+        sys.executable,
+        "-m",
+        "ddpx.plugins.launchers.slurm_task",
+        str(job.run_dir.job_file),
+    ]
     print(f"ddpx: inside Slurm allocation {os.environ['SLURM_JOB_ID']}: starting {tasks} rank(s) with srun")
     return run_supervised(cmd, stop_signal=signal.SIGTERM)  # srun passes SIGTERM on to every task
 
@@ -137,21 +150,38 @@ OPTIONS = (
     LaunchOption("partition", "Slurm partition (--launcher slurm)."),
     LaunchOption("time", "Slurm time limit (--launcher slurm).", metavar="HH:MM:SS"),
     LaunchOption("account", "Slurm account (--launcher slurm)."),
-    LaunchOption("sbatch-arg", "Extra #SBATCH line, e.g. --sbatch-arg=--qos=high (repeatable; --launcher slurm).",
-                 multiple=True, metavar="ARG"),
-    LaunchOption("signal-seconds", "Slurm sends USR1 this long before the time limit: checkpoint and requeue "
-                 "(--launcher slurm).  [default: 90]", kind=int, default=90),
-    LaunchOption("wait", "Follow the Slurm job's log and exit with its status (--launcher slurm).", flag=True,
-                 default=False),
-    LaunchOption("dry-run", "Print the sbatch script and submit nothing (--launcher slurm).", flag=True,
-                 default=False),
+    LaunchOption(
+        "sbatch-arg",
+        "Extra #SBATCH line, e.g. --sbatch-arg=--qos=high (repeatable; --launcher slurm).",
+        multiple=True,
+        metavar="ARG",
+    ),
+    LaunchOption(
+        "signal-seconds",
+        "Slurm sends USR1 this long before the time limit: checkpoint and requeue (--launcher slurm).  [default: 90]",
+        kind=int,
+        default=90,
+    ),
+    LaunchOption(
+        "wait", "Follow the Slurm job's log and exit with its status (--launcher slurm).", flag=True, default=False
+    ),
+    LaunchOption("dry-run", "Print the sbatch script and submit nothing (--launcher slurm).", flag=True, default=False),
 )
 
 
 @hookimpl
 def register_launchers(register):
-    register(LauncherSpec("slurm", "Slurm: sbatch (or srun inside an allocation), requeue on preemption", launch,
-                          submits=submits, detaches=detaches, options=OPTIONS, check=check))
+    register(
+        LauncherSpec(
+            "slurm",
+            "Slurm: sbatch (or srun inside an allocation), requeue on preemption",
+            launch,
+            submits=submits,
+            detaches=detaches,
+            options=OPTIONS,
+            check=check,
+        )
+    )
 
 
 @hookimpl

@@ -25,7 +25,7 @@ import tempfile
 import time
 from datetime import timedelta
 
-from ddpx.api import Job, LaunchOutcome, LauncherSpec, UserError, hookimpl, run_rank, threads_per_rank
+from ddpx.api import Job, LauncherSpec, LaunchOutcome, UserError, hookimpl, run_rank, threads_per_rank
 
 STORE_TIMEOUT = timedelta(minutes=30)
 STOP_GRACE_S = 15.0  # Ctrl-C: time for every rank to record its stop
@@ -50,8 +50,14 @@ def _host_store(master_addr: str, port: int, one_node: bool):
         return TCPStore(master_addr, port, is_master=True, wait_for_workers=False, timeout=STORE_TIMEOUT)
     listener = socket.socket(socket.AF_INET6 if ":" in master_addr else socket.AF_INET, socket.SOCK_STREAM)
     listener.bind((master_addr, port))
-    store = TCPStore(master_addr, listener.getsockname()[1], is_master=True, wait_for_workers=False,
-                     timeout=STORE_TIMEOUT, master_listen_fd=listener.detach())
+    store = TCPStore(
+        master_addr,
+        listener.getsockname()[1],
+        is_master=True,
+        wait_for_workers=False,
+        timeout=STORE_TIMEOUT,
+        master_listen_fd=listener.detach(),
+    )
     return store
 
 
@@ -130,9 +136,12 @@ def start_and_join(job: Job) -> LaunchOutcome:
     with threads_per_rank(settings.nproc):
         environment = {**os.environ, **env}
         processes = [
-            context.Process(target=_rank_entry, name=f"ddpx-rank-{local_rank}", daemon=False,
-                            args=(local_rank, str(job.run_dir.job_file), environment, settings.node_rank, settings.nproc,
-                                  ports))
+            context.Process(
+                target=_rank_entry,
+                name=f"ddpx-rank-{local_rank}",
+                daemon=False,
+                args=(local_rank, str(job.run_dir.job_file), environment, settings.node_rank, settings.nproc, ports),
+            )
             for local_rank in range(settings.nproc)
         ]
         for process in processes:
@@ -143,9 +152,11 @@ def start_and_join(job: Job) -> LaunchOutcome:
         stop_ranks(processes, signal.SIGINT)  # rank 0 marks its run KILLED
         return LaunchOutcome(130)
     first_rank = settings.node_rank * settings.nproc
-    killed = tuple((first_rank + local_rank, signal.Signals(-p.exitcode).name)
-                   for local_rank, p in enumerate(processes) if p.exitcode is not None and p.exitcode < 0
-                   and -p.exitcode not in (signal.SIGTERM, signal.SIGINT))  # not the ones stopped here
+    killed = tuple(
+        (first_rank + local_rank, signal.Signals(-p.exitcode).name)
+        for local_rank, p in enumerate(processes)
+        if p.exitcode is not None and p.exitcode < 0 and -p.exitcode not in (signal.SIGTERM, signal.SIGINT)
+    )  # not the ones stopped here
     return LaunchOutcome(status, killed=killed)
 
 

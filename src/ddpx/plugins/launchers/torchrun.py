@@ -19,28 +19,40 @@ import re
 import signal
 import sys
 
-from ddpx.api import WORKER_MODULE, Job, LaunchOption, LaunchOutcome, LauncherSpec, UserError, hookimpl, run_supervised
+from ddpx.api import WORKER_MODULE, Job, LauncherSpec, LaunchOption, LaunchOutcome, UserError, hookimpl, run_supervised
 
 
 def command(job: Job) -> list[str]:
     """The torchrun command line for ``job``."""
     settings = job.launch
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={settings.nproc}",
-           f"--max-restarts={settings.max_restarts}", f"--log-dir={job.run_dir.torchrun_logs}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nproc-per-node={settings.nproc}",
+        f"--max-restarts={settings.max_restarts}",
+        f"--log-dir={job.run_dir.torchrun_logs}",
+    ]
     if settings.nnodes == 1 and not settings.rdzv_endpoint and settings.master_port:
         cmd += ["--nnodes=1", "--rdzv-backend=c10d", f"--rdzv-endpoint={settings.master_addr}:{settings.master_port}"]
     elif settings.nnodes == 1 and not settings.rdzv_endpoint:
         cmd.append("--standalone")
     else:
-        cmd += [f"--nnodes={settings.node_range}", "--rdzv-backend=c10d", f"--rdzv-endpoint={settings.rdzv_endpoint}",
-                f"--rdzv-id={job.recipe_name}"]
+        cmd += [
+            f"--nnodes={settings.node_range}",
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint={settings.rdzv_endpoint}",
+            f"--rdzv-id={job.recipe_name}",
+        ]
     if settings.launcher_options.get("rdzv_conf"):
         cmd.append(f"--rdzv-conf={settings.launcher_options['rdzv_conf']}")
     return cmd + ["-m", WORKER_MODULE, str(job.run_dir.job_file)]
 
 
-RDZV_CONF = re.compile(r"(join_timeout|last_call_timeout|close_timeout)=\d+(,(join_timeout|last_call_timeout|"
-                       r"close_timeout)=\d+)*")
+RDZV_CONF = re.compile(
+    r"(join_timeout|last_call_timeout|close_timeout)=\d+(,(join_timeout|last_call_timeout|"
+    r"close_timeout)=\d+)*"
+)
 
 
 def check(job: Job) -> None:
@@ -51,13 +63,17 @@ def check(job: Job) -> None:
             "(usually node 0's)."
         )
     if settings.elastic and settings.max_restarts < 1:
-        raise UserError(f"--nnodes {settings.node_range} lets machines leave the job, and each departure restarts "
-                        "the ranks from the last checkpoint: give --max-restarts the number of departures to survive "
-                        "(--max-restarts 3, say).")
+        raise UserError(
+            f"--nnodes {settings.node_range} lets machines leave the job, and each departure restarts "
+            "the ranks from the last checkpoint: give --max-restarts the number of departures to survive "
+            "(--max-restarts 3, say)."
+        )
     conf = settings.launcher_options.get("rdzv_conf")
     if conf and not RDZV_CONF.fullmatch(conf):
-        raise UserError(f"--rdzv-conf takes KEY=SECONDS pairs joined by commas, the keys join_timeout, "
-                        f"last_call_timeout and close_timeout (last_call_timeout=5), not {conf!r}.")
+        raise UserError(
+            f"--rdzv-conf takes KEY=SECONDS pairs joined by commas, the keys join_timeout, "
+            f"last_call_timeout and close_timeout (last_call_timeout=5), not {conf!r}."
+        )
 
 
 # torchrun's failure summary (torch.distributed.elastic's ChildFailedError) gives, for each rank
@@ -97,8 +113,20 @@ def run_torchrun(job: Job) -> int:
 
 @hookimpl
 def register_launchers(register):
-    rdzv_conf = LaunchOption("rdzv-conf", "torchrun's rendezvous settings for a multi-machine or elastic job, in "
-                             "seconds: join_timeout (wait for MIN machines), last_call_timeout (wait for more after "
-                             "MIN joined), close_timeout.", metavar="KEY=S,...")
-    register(LauncherSpec("torchrun", "torch.distributed.run (torchrun) supervises the ranks", launch, check,
-                          options=(rdzv_conf,), elastic=True))
+    rdzv_conf = LaunchOption(
+        "rdzv-conf",
+        "torchrun's rendezvous settings for a multi-machine or elastic job, in "
+        "seconds: join_timeout (wait for MIN machines), last_call_timeout (wait for more after "
+        "MIN joined), close_timeout.",
+        metavar="KEY=S,...",
+    )
+    register(
+        LauncherSpec(
+            "torchrun",
+            "torch.distributed.run (torchrun) supervises the ranks",
+            launch,
+            check,
+            options=(rdzv_conf,),
+            elastic=True,
+        )
+    )

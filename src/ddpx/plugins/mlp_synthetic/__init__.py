@@ -12,7 +12,17 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from ddpx.api import DataRequest, ModelSpec, Param, RecipeSource, TablePredictor, TaskData, TaskSpec, UserError, hookimpl
+from ddpx.api import (
+    DataRequest,
+    ModelSpec,
+    Param,
+    RecipeSource,
+    TablePredictor,
+    TaskData,
+    TaskSpec,
+    UserError,
+    hookimpl,
+)
 
 DATASET_PARAMS = {
     "train_size": Param(10000, "training samples", minimum=1),
@@ -54,9 +64,11 @@ def recipe_path() -> Path:
 def check_sizes(params, world_size):
     """Before launch: every rank needs at least one training sample."""
     if params["train_size"] < world_size:
-        raise UserError(f"dataset.train_size={params['train_size']} gives fewer training samples than the job's "
-                        f"{world_size} ranks; every rank needs at least one. Use fewer ranks (--nproc) or a larger "
-                        "dataset.train_size.")
+        raise UserError(
+            f"dataset.train_size={params['train_size']} gives fewer training samples than the job's "
+            f"{world_size} ranks; every rank needs at least one. Use fewer ranks (--nproc) or a larger "
+            "dataset.train_size."
+        )
 
 
 def feature_columns(info) -> list[str]:
@@ -70,8 +82,10 @@ def predict_table(model, info, table):
     columns = feature_columns(info)
     missing = [c for c in columns if c not in getattr(table, "columns", ())]
     if missing:
-        raise UserError(f"this mlp_synthetic model reads {len(columns)} feature columns x0..x{len(columns) - 1}; the "
-                        f"input lacks {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}.")
+        raise UserError(
+            f"this mlp_synthetic model reads {len(columns)} feature columns x0..x{len(columns) - 1}; the "
+            f"input lacks {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}."
+        )
     probabilities = torch.softmax(model(torch.tensor(table[columns].to_numpy(), dtype=torch.float32)), dim=1)
     confidence, predicted = probabilities.max(dim=1)
     out = table[[]].copy()
@@ -87,10 +101,19 @@ def example_table(info):
 
 @hookimpl
 def register_tasks(register):
-    register(TaskSpec("mlp_synthetic", "32-class Gaussian clusters with label noise (known ceiling)",
-                      build_data, loss="cross_entropy", metric="accuracy", params=DATASET_PARAMS,
-                      check=check_sizes, predictor=TablePredictor(predict_table, example_table),
-                      train_samples=lambda params: params["train_size"]))
+    register(
+        TaskSpec(
+            "mlp_synthetic",
+            "32-class Gaussian clusters with label noise (known ceiling)",
+            build_data,
+            loss="cross_entropy",
+            metric="accuracy",
+            params=DATASET_PARAMS,
+            check=check_sizes,
+            predictor=TablePredictor(predict_table, example_table),
+            train_samples=lambda params: params["train_size"],
+        )
+    )
 
 
 @hookimpl

@@ -53,8 +53,15 @@ def register_models(register):
     from ddpx.plugins.smiles.dmpnn_spec import DMPNN_MODEL
     from ddpx.plugins.smiles.features_ffn_spec import FEATURES_FFN_MODEL
 
-    register(ModelSpec("smiles_rnn", "embedding + bidirectional LSTM/GRU over packed SMILES tokens", build_model,
-                       params=MODEL_PARAMS, inputs="smiles_tokens"))
+    register(
+        ModelSpec(
+            "smiles_rnn",
+            "embedding + bidirectional LSTM/GRU over packed SMILES tokens",
+            build_model,
+            params=MODEL_PARAMS,
+            inputs="smiles_tokens",
+        )
+    )
     register(DMPNN_MODEL)
     register(FEATURES_FFN_MODEL)
 

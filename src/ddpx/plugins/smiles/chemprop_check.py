@@ -16,17 +16,23 @@ MINIMUM = (2, 3)
 
 def _missing_message(what: str, reason: str) -> str:
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
-    needs = ("; Chemprop needs Python 3.11 or newer, and this is Python " + python) if sys.version_info < (3, 11) else ""
-    return (f"{what} needs Chemprop {'.'.join(map(str, MINIMUM))} or newer, {reason}{needs}. Install it with "
-            "`pip install 'ddpx[chem]'`, or use a model that reads SMILES tokens (model.name=smiles_rnn).")
+    needs = (
+        ("; Chemprop needs Python 3.11 or newer, and this is Python " + python) if sys.version_info < (3, 11) else ""
+    )
+    return (
+        f"{what} needs Chemprop {'.'.join(map(str, MINIMUM))} or newer, {reason}{needs}. Install it with "
+        "`pip install 'ddpx[chem]'`, or use a model that reads SMILES tokens (model.name=smiles_rnn)."
+    )
 
 
 def _missing_system_library(what: str, exc: ImportError) -> str:
     library = str(exc).split(":")[0]
-    return (f"{what} needs Chemprop, which is installed but does not import: this system lacks the library "
-            f"{library}. RDKit's drawing module, which Chemprop imports, needs the X11 client libraries even "
-            "with no display: install them (on Debian and Ubuntu `apt-get install libxrender1 libxext6 libx11-6`), "
-            "or use a model that reads SMILES tokens (model.name=smiles_rnn).")
+    return (
+        f"{what} needs Chemprop, which is installed but does not import: this system lacks the library "
+        f"{library}. RDKit's drawing module, which Chemprop imports, needs the X11 client libraries even "
+        "with no display: install them (on Debian and Ubuntu `apt-get install libxrender1 libxext6 libx11-6`), "
+        "or use a model that reads SMILES tokens (model.name=smiles_rnn)."
+    )
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:

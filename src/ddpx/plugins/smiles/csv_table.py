@@ -16,9 +16,9 @@ import csv
 import gzip
 import math
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 from ddpx.api import UserError, did_you_mean, listed
 from ddpx.plugins.smiles.tokenizer import tokenize
@@ -80,8 +80,9 @@ def _labels(row: dict, columns: Sequence[str], regression: bool) -> tuple[object
     return tuple(values), None
 
 
-def _check(smiles: str, label_problem: str | None,
-           canonical: Callable[[str], str | None] | None) -> tuple[str | None, list[str] | None]:
+def _check(
+    smiles: str, label_problem: str | None, canonical: Callable[[str], str | None] | None
+) -> tuple[str | None, list[str] | None]:
     """(why the row is bad, None) or (None, its tokens)."""
     if not smiles:
         return "an empty SMILES", None
@@ -106,13 +107,17 @@ def _open(path: Path):
 def _check_header(path: Path, header: Sequence[str] | None, smiles_column: str, label_columns: Sequence[str]) -> None:
     key = "label_column" if len(label_columns) == 1 else "label_columns"
     if not header:
-        raise UserError(f"dataset file '{path}' is empty; it needs a header row with '{smiles_column}' and "
-                        f"{', '.join(repr(c) for c in label_columns)}.")
+        raise UserError(
+            f"dataset file '{path}' is empty; it needs a header row with '{smiles_column}' and "
+            f"{', '.join(repr(c) for c in label_columns)}."
+        )
     for key, column in (("smiles_column", smiles_column), *((key, c) for c in label_columns)):
         if column not in header:
             hint = did_you_mean(column, header) or (_smiles_like(header) if key == "smiles_column" else "")
-            raise UserError(f"dataset file '{path}' has no column '{column}'.{hint} Its columns are: "
-                            f"{listed(header)}. Set dataset.{key}.")
+            raise UserError(
+                f"dataset file '{path}' has no column '{column}'.{hint} Its columns are: "
+                f"{listed(header)}. Set dataset.{key}."
+            )
 
 
 def _smiles_like(header: Sequence[str]) -> str:
@@ -121,8 +126,15 @@ def _smiles_like(header: Sequence[str]) -> str:
     return f" Did you mean '{named[0]}'?" if named else ""
 
 
-def read_smiles_csv(path: Path, smiles_column: str, label_columns: str | Sequence[str], *, strict: bool,
-                    canonical: Callable[[str], str | None] | None = None, regression: bool = False) -> SmilesTable:
+def read_smiles_csv(
+    path: Path,
+    smiles_column: str,
+    label_columns: str | Sequence[str],
+    *,
+    strict: bool,
+    canonical: Callable[[str], str | None] | None = None,
+    regression: bool = False,
+) -> SmilesTable:
     """Read ``path``; ``canonical`` (RDKit) maps a SMILES to its canonical form or ``None``;
     ``regression``: the label columns hold numbers (targets), not 0/1."""
     label_columns = [label_columns] if isinstance(label_columns, str) else list(label_columns)
@@ -153,12 +165,16 @@ def read_smiles_csv(path: Path, smiles_column: str, label_columns: str | Sequenc
                 table.tokens.append(tokens)
                 table.labels.append(label)
     except (UnicodeDecodeError, gzip.BadGzipFile, EOFError):
-        raise UserError(f"dataset file '{path}' is not UTF-8 text (is it a binary or compressed file?). Point dataset.path to the CSV.") from None
+        raise UserError(
+            f"dataset file '{path}' is not UTF-8 text (is it a binary or compressed file?). Point dataset.path to the CSV."
+        ) from None
     except csv.Error as exc:
         raise UserError(f"dataset file '{path}' is not a readable CSV ({exc}).") from None
 
     if table.skipped and strict:
-        raise UserError(f"dataset file '{path}' has bad rows: {table.skipped_report()}. Fix them, or set dataset.strict=false to skip them.")
+        raise UserError(
+            f"dataset file '{path}' has bad rows: {table.skipped_report()}. Fix them, or set dataset.strict=false to skip them."
+        )
     check_label_columns(path, table)
     return table
 
@@ -180,30 +196,42 @@ def check_label_columns(path: Path, table: SmilesTable) -> None:
         classes = set(table.labels)
         if len(classes) < 2:
             found = f"only label {classes.pop()}" if classes else "no usable rows"
-            raise UserError(f"dataset file '{path}' has {found} in '{table.label_names[0]}'; a binary task needs "
-                            "both 0 and 1. Check dataset.label_column.")
+            raise UserError(
+                f"dataset file '{path}' has {found} in '{table.label_names[0]}'; a binary task needs "
+                "both 0 and 1. Check dataset.label_column."
+            )
         return
     if not table.labels:
-        raise UserError(f"dataset file '{path}' has no usable rows. Check dataset.smiles_column and dataset.label_columns.")
+        raise UserError(
+            f"dataset file '{path}' has no usable rows. Check dataset.smiles_column and dataset.label_columns."
+        )
     for j, name in enumerate(table.label_names):
         if all(row[j] != row[j] for row in table.labels):
-            raise UserError(f"label column '{name}' of '{path}' holds no label (every cell is empty or NaN); "
-                            "remove it from dataset.label_columns.")
+            raise UserError(
+                f"label column '{name}' of '{path}' holds no label (every cell is empty or NaN); "
+                "remove it from dataset.label_columns."
+            )
 
 
 def measurements_not_classes(path: Path | str, lines: Sequence[int]) -> str:
     shown = ", ".join(map(str, lines[:SHOWN_ROWS])) + (", ..." if len(lines) > SHOWN_ROWS else "")
-    return (f"dataset file '{path}' holds numbers other than 0 and 1 in its label column(s) (line {shown}): "
-            "measurements, not classes. Train on them as a regression (task smiles_csv with "
-            "dataset.task_type=regression), or give 0/1 label columns.")
+    return (
+        f"dataset file '{path}' holds numbers other than 0 and 1 in its label column(s) (line {shown}): "
+        "measurements, not classes. Train on them as a regression (task smiles_csv with "
+        "dataset.task_type=regression), or give 0/1 label columns."
+    )
 
 
 def check_target_columns(path: Path, table: SmilesTable) -> None:
     if not table.labels:
-        raise UserError(f"dataset file '{path}' has no usable rows. Check dataset.smiles_column and the target columns.")
+        raise UserError(
+            f"dataset file '{path}' has no usable rows. Check dataset.smiles_column and the target columns."
+        )
     rows = [row if isinstance(row, tuple) else (row,) for row in table.labels]
     for j, name in enumerate(table.label_names):
         values = {row[j] for row in rows if row[j] == row[j]}
         if len(values) < 2:
-            raise UserError(f"target column '{name}' of '{path}' holds {len(values)} distinct value(s); a regression "
-                            "target needs several. Check the column, or remove it from the target columns.")
+            raise UserError(
+                f"target column '{name}' of '{path}' holds {len(values)} distinct value(s); a regression "
+                "target needs several. Check the column, or remove it from the target columns."
+            )

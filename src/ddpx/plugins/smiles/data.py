@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ddpx.api import DataRequest, TaskData
 from ddpx.plugins.smiles.chem import canonicalizer
@@ -17,19 +18,29 @@ from ddpx.plugins.smiles.splits import random_split, scaffold_split
 from ddpx.plugins.smiles.tokenizer import Vocabulary
 
 
-def build_smiles_data(request: DataRequest, default_path: Callable[[], Path | None], missing_hint: str,
-                      regression: bool = False) -> TaskData:
+def build_smiles_data(
+    request: DataRequest, default_path: Callable[[], Path | None], missing_hint: str, regression: bool = False
+) -> TaskData:
     """The three splits in the form the run's model asked for (``request.inputs``): token
     sequences (the default), molecular graphs or molecule feature vectors. The split is the same
     for all."""
     p = request.params
     path = dataset_path(p, default_path)
-    ensure_file(path, p["url"], download=p["download"], is_local_main=request.is_local_main, barrier=request.barrier,
-                missing_hint=missing_hint.format(path=path, url=p["url"]))
+    ensure_file(
+        path,
+        p["url"],
+        download=p["download"],
+        is_local_main=request.is_local_main,
+        barrier=request.barrier,
+        missing_hint=missing_hint.format(path=path, url=p["url"]),
+    )
     table = read_table(path, p, regression, request.log)
     splits = split_table(table, p, request.seed, request.log, f"'{path}'")
-    info: dict[str, Any] = {"molecules": len(table.labels), "labels": table.label_names,
-                            "task_type": "regression" if regression else "classification"}
+    info: dict[str, Any] = {
+        "molecules": len(table.labels),
+        "labels": table.label_names,
+        "task_type": "regression" if regression else "classification",
+    }
     labels = split_labels(table, splits, info)
     source = str(path.resolve())
     if request.inputs == "molecule_graph":
@@ -45,24 +56,29 @@ def build_smiles_data(request: DataRequest, default_path: Callable[[], Path | No
 
 def read_table(path: Path, p: Mapping[str, Any], regression: bool, log: Callable[[str], None]) -> SmilesTable:
     canonical = canonicalizer() if p["canonicalize"] else None
-    table = read_smiles_csv(path, p["smiles_column"], label_columns(p), strict=p["strict"], canonical=canonical,
-                            regression=regression)
+    table = read_smiles_csv(
+        path, p["smiles_column"], label_columns(p), strict=p["strict"], canonical=canonical, regression=regression
+    )
     if table.skipped:
         count = sum(len(lines) for lines in table.skipped.values())
-        log(f"skipped {count} bad row(s) of {path}: {table.skipped_report()}. "
-            "Set dataset.strict=true to refuse such files instead.")
+        log(
+            f"skipped {count} bad row(s) of {path}: {table.skipped_report()}. "
+            "Set dataset.strict=true to refuse such files instead."
+        )
     return table
 
 
-def split_table(table: SmilesTable, p: Mapping[str, Any], seed: int, log: Callable[[str], None],
-                source: str) -> dict[str, Sequence[int]]:
+def split_table(
+    table: SmilesTable, p: Mapping[str, Any], seed: int, log: Callable[[str], None], source: str
+) -> dict[str, Sequence[int]]:
     """Train, dev and held-out row indices: scaffold sets, or random (stratified for one class label)."""
     if p["split"] == "scaffold":
         train, dev, heldout = scaffold_split(table.smiles, p["heldout_fraction"], p["dev_fraction"], source=source)
     else:
         stratify = len(table.label_names) == 1 and not table.regression
-        train, dev, heldout = random_split(table.labels, seed, p["heldout_fraction"], p["dev_fraction"],
-                                           stratify=stratify, source=source)
+        train, dev, heldout = random_split(
+            table.labels, seed, p["heldout_fraction"], p["dev_fraction"], stratify=stratify, source=source
+        )
     splits = {"train": train, "dev": dev, "heldout": heldout}
     if len(table.label_names) > 1 and not table.regression:
         log_one_class_labels(table, {"dev": dev, "held-out": heldout}, log)
@@ -81,8 +97,15 @@ def split_labels(table: SmilesTable, splits: Mapping[str, Sequence[int]], info: 
     return labels
 
 
-def token_task_data(table: SmilesTable, splits: Mapping[str, Sequence[int]], labels: Mapping[str, list],
-                    info: dict[str, Any], p: Mapping[str, Any], seed: int, source: str) -> TaskData:
+def token_task_data(
+    table: SmilesTable,
+    splits: Mapping[str, Sequence[int]],
+    labels: Mapping[str, list],
+    info: dict[str, Any],
+    p: Mapping[str, Any],
+    seed: int,
+    source: str,
+) -> TaskData:
     """Token sequences; a vocabulary of the training molecules' tokens; SMILES enumeration."""
     train_ways = enumerate_all(table.smiles, table.tokens, splits["train"], p["enumerate"], seed)
     vocabulary = Vocabulary.build(tokens for ways in train_ways for tokens in ways)  # training molecules only
@@ -95,17 +118,27 @@ def token_task_data(table: SmilesTable, splits: Mapping[str, Sequence[int]], lab
     def evaluated(name):
         return dataset(name, enumerate_all(table.smiles, table.tokens, splits[name], p["eval_enumerate"], seed), "all")
 
-    return TaskData(train=dataset("train", train_ways, "random"), dev=evaluated("dev"), heldout=evaluated("heldout"),
-                    info={**info, "inputs": "smiles_tokens", "vocab": vocabulary.to_list(), "pad_id": 0},
-                    collate_fn=collate, source=source)
+    return TaskData(
+        train=dataset("train", train_ways, "random"),
+        dev=evaluated("dev"),
+        heldout=evaluated("heldout"),
+        info={**info, "inputs": "smiles_tokens", "vocab": vocabulary.to_list(), "pad_id": 0},
+        collate_fn=collate,
+        source=source,
+    )
 
 
 def log_one_class_labels(table: SmilesTable, splits: Mapping[str, Sequence[int]], log: Callable[[str], None]) -> None:
     """Name the labels a split cannot score: fewer than two classes among its molecules that
     have the label. They are left out of that split's mean ROC-AUC."""
     for split_name, indices in splits.items():
-        unscored = [name for j, name in enumerate(table.label_names)
-                    if len({table.labels[i][j] for i in indices if table.labels[i][j] == table.labels[i][j]}) < 2]
+        unscored = [
+            name
+            for j, name in enumerate(table.label_names)
+            if len({table.labels[i][j] for i in indices if table.labels[i][j] == table.labels[i][j]}) < 2
+        ]
         if unscored:
-            log(f"{len(unscored)} label(s) have one class (or none) in the {split_name} split and are left out of its "
-                f"mean ROC-AUC: {', '.join(unscored)}")
+            log(
+                f"{len(unscored)} label(s) have one class (or none) in the {split_name} split and are left out of its "
+                f"mean ROC-AUC: {', '.join(unscored)}"
+            )

@@ -17,7 +17,8 @@ with the training split's scaler, join the molecule vector before the head, as i
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch import nn
@@ -31,8 +32,16 @@ class DMPNN(nn.Module):
     """message passing → aggregation → (batch norm) → (+ standardised molecule features) →
     feed-forward head → output step."""
 
-    def __init__(self, message_passing: nn.Module, agg: nn.Module, predictor: nn.Module, *, batch_norm: bool = False,
-                 output: nn.Module | None = None, features_scale: nn.Module | None = None):
+    def __init__(
+        self,
+        message_passing: nn.Module,
+        agg: nn.Module,
+        predictor: nn.Module,
+        *,
+        batch_norm: bool = False,
+        output: nn.Module | None = None,
+        features_scale: nn.Module | None = None,
+    ):
         super().__init__()
         self.message_passing = message_passing
         self.agg = agg
@@ -66,20 +75,40 @@ def build_dmpnn(params: Mapping[str, Any], info: Mapping[str, Any]) -> DMPNN:
     if "atom_features" not in info:
         from ddpx.api import UserError
 
-        raise UserError("model dmpnn needs molecular graphs, and this task's data holds none (no 'atom_features' in "
-                        "its info). Use a task that hands out 'molecule_graph' inputs.")
+        raise UserError(
+            "model dmpnn needs molecular graphs, and this task's data holds none (no 'atom_features' in "
+            "its info). Use a task that hands out 'molecule_graph' inputs."
+        )
     passing = chem_nn.AtomMessagePassing if params["atom_messages"] else chem_nn.BondMessagePassing
-    message_passing = passing(d_v=info["atom_features"], d_e=info["bond_features"], d_h=params["hidden_size"],
-                              bias=params["message_bias"], depth=params["depth"], dropout=params["dropout"],
-                              activation=params["activation"], undirected=params["undirected"])
+    message_passing = passing(
+        d_v=info["atom_features"],
+        d_e=info["bond_features"],
+        d_h=params["hidden_size"],
+        bias=params["message_bias"],
+        depth=params["depth"],
+        dropout=params["dropout"],
+        activation=params["activation"],
+        undirected=params["undirected"],
+    )
     if params["aggregation"] == "norm":
         agg = chem_nn.NormAggregation(norm=params["aggregation_norm"])
     else:
         agg = chem_nn.AggregationRegistry[params["aggregation"]]()
     head = chem_nn.RegressionFFN if info.get("task_type") == "regression" else chem_nn.BinaryClassificationFFN
-    predictor = head(n_tasks=len(info.get("labels") or [None]),
-                     input_dim=message_passing.output_dim + feature_width(info), hidden_dim=params["ffn_hidden_size"],
-                     n_layers=params["ffn_layers"], dropout=params["dropout"], activation=params["activation"])
+    predictor = head(
+        n_tasks=len(info.get("labels") or [None]),
+        input_dim=message_passing.output_dim + feature_width(info),
+        hidden_dim=params["ffn_hidden_size"],
+        n_layers=params["ffn_layers"],
+        dropout=params["dropout"],
+        activation=params["activation"],
+    )
     scaler = info.get(SCALER_KEY)
-    return DMPNN(message_passing, agg, predictor, batch_norm=params["batch_norm"], output=output_step(info),
-                 features_scale=Standardise(scaler["mean"], scaler["std"]) if scaler else None)
+    return DMPNN(
+        message_passing,
+        agg,
+        predictor,
+        batch_norm=params["batch_norm"],
+        output=output_step(info),
+        features_scale=Standardise(scaler["mean"], scaler["std"]) if scaler else None,
+    )

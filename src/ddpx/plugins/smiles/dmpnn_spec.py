@@ -15,14 +15,18 @@ DMPNN_PARAMS = {
     "message_bias": Param(False, "a bias in the message-passing layers (chemprop --message-bias)"),
     "undirected": Param(False, "pass messages on undirected bonds (chemprop --undirected)"),
     "atom_messages": Param(False, "pass messages on atoms instead of bonds (chemprop --atom-messages)"),
-    "aggregation": Param("norm", "atoms to molecule: norm (the sum divided by model.aggregation_norm), mean or sum "
-                         "(chemprop --aggregation)", choices=("norm", "mean", "sum")),
+    "aggregation": Param(
+        "norm",
+        "atoms to molecule: norm (the sum divided by model.aggregation_norm), mean or sum (chemprop --aggregation)",
+        choices=("norm", "mean", "sum"),
+    ),
     "aggregation_norm": Param(100.0, "the norm aggregation's divisor (chemprop --aggregation-norm)", above=0),
     "batch_norm": Param(False, "batch normalisation of the molecule vectors (chemprop --batch-norm)"),
     "ffn_hidden_size": Param(300, "the head's hidden width (chemprop --ffn-hidden-dim)", minimum=1),
     "ffn_layers": Param(1, "the head's hidden layers (chemprop --ffn-num-layers)", minimum=0),
-    "activation": Param("relu", "activation in message passing and the head (chemprop --activation)",
-                        choices=ACTIVATIONS),
+    "activation": Param(
+        "relu", "activation in message passing and the head (chemprop --activation)", choices=ACTIVATIONS
+    ),
 }
 
 
@@ -38,6 +42,13 @@ def _check(params):
     require_chemprop("model.name=dmpnn")
 
 
-DMPNN_MODEL = ModelSpec("dmpnn", "Chemprop's D-MPNN: bond message passing over molecular graphs, aggregation, "
-                        "feed-forward head (Chemprop's own modules)", _build, params=DMPNN_PARAMS,
-                        inputs="molecule_graph", check=_check, imports=("chemprop",))
+DMPNN_MODEL = ModelSpec(
+    "dmpnn",
+    "Chemprop's D-MPNN: bond message passing over molecular graphs, aggregation, "
+    "feed-forward head (Chemprop's own modules)",
+    _build,
+    params=DMPNN_PARAMS,
+    inputs="molecule_graph",
+    check=_check,
+    imports=("chemprop",),
+)

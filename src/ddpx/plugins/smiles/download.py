@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ddpx.api import UserError
 
@@ -21,11 +21,14 @@ def fetch(url: str, path: Path, timeout: float = 60) -> None:
         os.replace(tmp, path)
     except (OSError, ValueError) as exc:
         tmp.unlink(missing_ok=True)
-        raise UserError(f"could not download {url} to {path}: {exc}. Check dataset.url, or download the file yourself and set dataset.path.") from None
+        raise UserError(
+            f"could not download {url} to {path}: {exc}. Check dataset.url, or download the file yourself and set dataset.path."
+        ) from None
 
 
-def ensure_file(path: Path, url: str, *, download: bool, is_local_main: bool, barrier: Callable[[], None],
-                missing_hint: str) -> None:
+def ensure_file(
+    path: Path, url: str, *, download: bool, is_local_main: bool, barrier: Callable[[], None], missing_hint: str
+) -> None:
     """Make sure ``path`` exists; with ``download``, one process per machine fetches it."""
     if download:
         if is_local_main and not path.is_file():

@@ -11,7 +11,7 @@ dev and held-out predictions average the probabilities of the written SMILES and
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch.utils.data import Dataset
@@ -34,8 +34,9 @@ def written_ways(smiles: str, tokens: list[str], extra: int, seed: int) -> list[
     return ways + [tokens] * (extra + 1 - len(ways))
 
 
-def enumerate_all(smiles: Sequence[str], tokens: Sequence[list[str]], indices: Sequence[int], extra: int,
-                  seed: int) -> list[list[list[str]]]:
+def enumerate_all(
+    smiles: Sequence[str], tokens: Sequence[list[str]], indices: Sequence[int], extra: int, seed: int
+) -> list[list[list[str]]]:
     """Each molecule of ``indices``: its written tokens and ``extra`` randomised ways."""
     return [written_ways(smiles[i], tokens[i], extra, (int(seed) + int(i)) % 2**32) for i in indices]
 

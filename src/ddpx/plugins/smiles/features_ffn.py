@@ -13,7 +13,8 @@ SMILES string (``smiles_rnn``) and the graph (``dmpnn``).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch import nn
@@ -46,10 +47,17 @@ def build_features_ffn(params: Mapping[str, Any], info: Mapping[str, Any]) -> Fe
     if info.get("inputs") != "molecule_features" or not scaler:
         from ddpx.api import UserError
 
-        raise UserError("model features_ffn reads molecule-level features, and this task's data holds none. Use a "
-                        "SMILES task with dataset.molecule_features=morgan_count (or v1_rdkit_2d_normalized).")
+        raise UserError(
+            "model features_ffn reads molecule-level features, and this task's data holds none. Use a "
+            "SMILES task with dataset.molecule_features=morgan_count (or v1_rdkit_2d_normalized)."
+        )
     head = chem_nn.RegressionFFN if info.get("task_type") == "regression" else chem_nn.BinaryClassificationFFN
-    predictor = head(n_tasks=len(info.get("labels") or [None]), input_dim=len(scaler["mean"]),
-                     hidden_dim=params["hidden_size"], n_layers=params["layers"], dropout=params["dropout"],
-                     activation=params["activation"])
+    predictor = head(
+        n_tasks=len(info.get("labels") or [None]),
+        input_dim=len(scaler["mean"]),
+        hidden_dim=params["hidden_size"],
+        n_layers=params["layers"],
+        dropout=params["dropout"],
+        activation=params["activation"],
+    )
     return FeaturesFFN(Standardise(scaler["mean"], scaler["std"]), predictor, output_step(info))

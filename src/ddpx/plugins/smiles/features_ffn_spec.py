@@ -27,7 +27,13 @@ def _check(params):
     require_chemprop("model.name=features_ffn")
 
 
-FEATURES_FFN_MODEL = ModelSpec("features_ffn", "Chemprop's feed-forward head over molecule-level features alone "
-                               "(RDKit descriptors, Morgan fingerprints; dataset.molecule_features)", _build,
-                               params=FEATURES_FFN_PARAMS, inputs="molecule_features", check=_check,
-                               imports=("chemprop",))
+FEATURES_FFN_MODEL = ModelSpec(
+    "features_ffn",
+    "Chemprop's feed-forward head over molecule-level features alone "
+    "(RDKit descriptors, Morgan fingerprints; dataset.molecule_features)",
+    _build,
+    params=FEATURES_FFN_PARAMS,
+    inputs="molecule_features",
+    check=_check,
+    imports=("chemprop",),
+)

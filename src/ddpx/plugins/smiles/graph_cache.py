@@ -34,16 +34,18 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
 FORMAT = 1
-FEATURIZER = "chemprop-simple-v2"  # SimpleMoleculeMolGraphFeaturizer(): MultiHotAtomFeaturizer.v2(), MultiHotBondFeaturizer()
+FEATURIZER = (
+    "chemprop-simple-v2"  # SimpleMoleculeMolGraphFeaturizer(): MultiHotAtomFeaturizer.v2(), MultiHotBondFeaturizer()
+)
 ARRAYS = ("V", "E", "edge_index", "rev_edge_index", "atom_offsets", "edge_offsets", "parsed")
-_MEMORY: dict[str, "PackedGraphs"] = {}
+_MEMORY: dict[str, PackedGraphs] = {}
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ class PackedGraphs:
             np.save(folder / f"{name}.npy", getattr(self, name))
 
     @classmethod
-    def load(cls, folder: Path) -> "PackedGraphs":
+    def load(cls, folder: Path) -> PackedGraphs:
         return cls(**{name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in ARRAYS})
 
 
@@ -122,8 +124,10 @@ def featurize(smiles: Sequence[str]) -> PackedGraphs:
         E=np.concatenate(E).astype(np.float32) if E else np.zeros((0, d_e), np.float32),
         edge_index=np.hstack(edges).astype(np.int32) if edges else np.zeros((2, 0), np.int32),
         rev_edge_index=np.concatenate(reverse).astype(np.int32) if reverse else np.zeros(0, np.int32),
-        atom_offsets=np.asarray(atoms, np.int64), edge_offsets=np.asarray(bonds, np.int64),
-        parsed=np.asarray(parsed, bool))
+        atom_offsets=np.asarray(atoms, np.int64),
+        edge_offsets=np.asarray(bonds, np.int64),
+        parsed=np.asarray(parsed, bool),
+    )
 
 
 def cache_key(smiles: Sequence[str], featurizer: str = FEATURIZER) -> str:
@@ -181,9 +185,15 @@ def _write(graphs: PackedGraphs, folder: Path, seconds: float) -> bool:
         return False
     try:
         graphs.save(temporary)
-        meta = {"format": FORMAT, "featurizer": FEATURIZER, "molecules": int(len(graphs.parsed)),
-                "atoms": int(len(graphs.V)), "bonds": int(len(graphs.E)), "bytes": graphs.nbytes(),
-                "featurize_seconds": round(seconds, 2)}
+        meta = {
+            "format": FORMAT,
+            "featurizer": FEATURIZER,
+            "molecules": len(graphs.parsed),
+            "atoms": len(graphs.V),
+            "bonds": len(graphs.E),
+            "bytes": graphs.nbytes(),
+            "featurize_seconds": round(seconds, 2),
+        }
         (temporary / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
         os.rename(temporary, folder)
         return True

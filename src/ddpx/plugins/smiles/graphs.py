@@ -11,7 +11,8 @@ with the count logged once.
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numpy
 import torch
@@ -19,7 +20,12 @@ from torch.utils.data import Dataset
 
 from ddpx.api import TaskData
 from ddpx.plugins.smiles.graph_cache import FEATURIZER, PackedGraphs, cached_graphs, featurize
-from ddpx.plugins.smiles.molecule_features import SCALER_KEY, cached_molecule_features, compute_features, fit_feature_scaler
+from ddpx.plugins.smiles.molecule_features import (
+    SCALER_KEY,
+    cached_molecule_features,
+    compute_features,
+    fit_feature_scaler,
+)
 from ddpx.plugins.smiles.params import NO_FEATURES
 from ddpx.plugins.smiles.parsed_rows import model_device, parsed_splits, refuse_unparsed
 
@@ -63,8 +69,15 @@ def collate_graphs(batch):
     return BatchMolGraph(list(inputs)), torch.stack(list(labels))
 
 
-def graph_task_data(smiles: list[str], splits: dict[str, Sequence[int]], labels: dict[str, list], info: dict,
-                    source: str, log: Callable[[str], None], molecule_features: str = NO_FEATURES) -> TaskData:
+def graph_task_data(
+    smiles: list[str],
+    splits: dict[str, Sequence[int]],
+    labels: dict[str, list],
+    info: dict,
+    source: str,
+    log: Callable[[str], None],
+    molecule_features: str = NO_FEATURES,
+) -> TaskData:
     """The splits (row indices into ``smiles``, with their ``labels``) as molecular graphs, with
     ``molecule_features`` beside them unless it is "none".
 
@@ -73,17 +86,34 @@ def graph_task_data(smiles: list[str], splits: dict[str, Sequence[int]], labels:
     split's feature scaler)."""
     graphs = cached_graphs(smiles, log)
     features = None if molecule_features == NO_FEATURES else cached_molecule_features(smiles, molecule_features, log)
-    kept = parsed_splits(splits, labels, graphs.parsed, source, log,
-                         empty="so a graph model has nothing to train or score there.",
-                         skipped="a graph model has no graph for them, so they are left out of their split.")
+    kept = parsed_splits(
+        splits,
+        labels,
+        graphs.parsed,
+        source,
+        log,
+        empty="so a graph model has nothing to train or score there.",
+        skipped="a graph model has no graph for them, so they are left out of their split.",
+    )
     datasets = {name: GraphDataset(graphs, rows, split_labels, features) for name, (rows, split_labels) in kept.items()}
-    info = {**info, "inputs": "molecule_graph", "featurizer": FEATURIZER, "atom_features": graphs.atom_fdim,
-            "bond_features": graphs.bond_fdim}
+    info = {
+        **info,
+        "inputs": "molecule_graph",
+        "featurizer": FEATURIZER,
+        "atom_features": graphs.atom_fdim,
+        "bond_features": graphs.bond_fdim,
+    }
     if features is not None:
         info["molecule_features"] = molecule_features
         info[SCALER_KEY] = fit_feature_scaler(features[datasets["train"].rows])
-    return TaskData(train=datasets["train"], dev=datasets["dev"], heldout=datasets["heldout"], info=info,
-                    collate_fn=collate_graphs, source=source)
+    return TaskData(
+        train=datasets["train"],
+        dev=datasets["dev"],
+        heldout=datasets["heldout"],
+        info=info,
+        collate_fn=collate_graphs,
+        source=source,
+    )
 
 
 def batch_to(batch, device: torch.device):
@@ -94,15 +124,20 @@ def batch_to(batch, device: torch.device):
 
 
 @torch.no_grad()
-def graph_outputs(model: torch.nn.Module, smiles: list[str], batch_size: int = 256,
-                  molecule_features: str = NO_FEATURES) -> torch.Tensor:
+def graph_outputs(
+    model: torch.nn.Module, smiles: list[str], batch_size: int = 256, molecule_features: str = NO_FEATURES
+) -> torch.Tensor:
     """The model's eval-mode outputs (logits of a classifier, values of a regression model) for
     each SMILES, on the CPU, with the ``molecule_features`` the model was trained with; a SMILES
     RDKit cannot parse is a :class:`UserError` naming it."""
     graphs = featurize(smiles)
     refuse_unparsed(smiles, graphs.parsed, "so the graph model has no graph for it.")
-    dataset = GraphDataset(graphs, range(len(smiles)), [0.0] * len(smiles),
-                           None if molecule_features == NO_FEATURES else compute_features(smiles, molecule_features))
+    dataset = GraphDataset(
+        graphs,
+        range(len(smiles)),
+        [0.0] * len(smiles),
+        None if molecule_features == NO_FEATURES else compute_features(smiles, molecule_features),
+    )
     was_training = model.training
     model.eval()
     device, outputs = model_device(model), []

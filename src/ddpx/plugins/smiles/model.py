@@ -13,21 +13,45 @@ from torch.nn.utils.rnn import pack_padded_sequence
 from ddpx.plugins.smiles.scaling import SCALER_KEY, output_step
 
 
-def build_smiles_rnn(params, info) -> "SmilesRNN":
+def build_smiles_rnn(params, info) -> SmilesRNN:
     """The model for a task's ``info``: its vocabulary, labels and (regression) target scaler."""
-    return SmilesRNN(len(info["vocab"]), pad_id=info["pad_id"], num_labels=len(info.get("labels") or [None]),
-                     output=output_step(info), averages_values=bool(info.get(SCALER_KEY)), **params)
+    return SmilesRNN(
+        len(info["vocab"]),
+        pad_id=info["pad_id"],
+        num_labels=len(info.get("labels") or [None]),
+        output=output_step(info),
+        averages_values=bool(info.get(SCALER_KEY)),
+        **params,
+    )
 
 
 class SmilesRNN(nn.Module):
-    def __init__(self, vocab_size: int, *, embedding_dim: int = 128, d_model: int = 128, num_layers: int = 3,
-                 bidirectional: bool = True, dropout: float = 0.2, cell: str = "lstm", pad_id: int = 0,
-                 num_labels: int = 1, output: nn.Module | None = None, averages_values: bool = False):
+    def __init__(
+        self,
+        vocab_size: int,
+        *,
+        embedding_dim: int = 128,
+        d_model: int = 128,
+        num_layers: int = 3,
+        bidirectional: bool = True,
+        dropout: float = 0.2,
+        cell: str = "lstm",
+        pad_id: int = 0,
+        num_labels: int = 1,
+        output: nn.Module | None = None,
+        averages_values: bool = False,
+    ):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=pad_id)
         rnn_class = nn.LSTM if cell == "lstm" else nn.GRU
-        self.rnn = rnn_class(embedding_dim, d_model, num_layers=num_layers, bidirectional=bidirectional,
-                             dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
+        self.rnn = rnn_class(
+            embedding_dim,
+            d_model,
+            num_layers=num_layers,
+            bidirectional=bidirectional,
+            dropout=dropout if num_layers > 1 else 0.0,
+            batch_first=True,
+        )
         self.directions = 2 if bidirectional else 1
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(self.directions * d_model, num_labels)
@@ -49,7 +73,7 @@ class SmilesRNN(nn.Module):
         _, hidden = self.rnn(packed)
         if isinstance(hidden, tuple):  # LSTM: (h, c)
             hidden = hidden[0]
-        last_layer = hidden[-self.directions:]  # (directions, B, d_model)
+        last_layer = hidden[-self.directions :]  # (directions, B, d_model)
         features = torch.cat(list(last_layer), dim=-1)
         outputs = self.head(self.dropout(features))
         return self.output(outputs.squeeze(-1) if outputs.shape[-1] == 1 else outputs)

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -93,11 +93,11 @@ def fit_feature_scaler(rows: np.ndarray, chunk: int = 4096) -> dict[str, list[fl
     n = len(rows)
     total = np.zeros(rows.shape[1], dtype=np.float64)
     for start in range(0, n, chunk):
-        total += np.asarray(rows[start:start + chunk], dtype=np.float64).sum(axis=0)
+        total += np.asarray(rows[start : start + chunk], dtype=np.float64).sum(axis=0)
     mean = total / n
     squares = np.zeros_like(mean)
     for start in range(0, n, chunk):
-        squares += ((np.asarray(rows[start:start + chunk], dtype=np.float64) - mean) ** 2).sum(axis=0)
+        squares += ((np.asarray(rows[start : start + chunk], dtype=np.float64) - mean) ** 2).sum(axis=0)
     std = np.sqrt(squares / n)
     return {"mean": mean.tolist(), "std": np.where(std > 0, std, 1.0).tolist()}
 

@@ -18,19 +18,49 @@ from pathlib import Path
 from ddpx.api import Param, TaskSpec
 
 S3 = "https://deepchemdata.s3-us-west-1.amazonaws.com/datasets"
-TOX21_LABELS = ["NR-AR", "NR-AR-LBD", "NR-AhR", "NR-Aromatase", "NR-ER", "NR-ER-LBD", "NR-PPAR-gamma", "SR-ARE",
-                "SR-ATAD5", "SR-HSE", "SR-MMP", "SR-p53"]
+TOX21_LABELS = [
+    "NR-AR",
+    "NR-AR-LBD",
+    "NR-AhR",
+    "NR-Aromatase",
+    "NR-ER",
+    "NR-ER-LBD",
+    "NR-PPAR-gamma",
+    "SR-ARE",
+    "SR-ATAD5",
+    "SR-HSE",
+    "SR-MMP",
+    "SR-p53",
+]
 SIDER_LABELS = [
-    "Hepatobiliary disorders", "Metabolism and nutrition disorders", "Product issues", "Eye disorders",
-    "Investigations", "Musculoskeletal and connective tissue disorders", "Gastrointestinal disorders",
-    "Social circumstances", "Immune system disorders", "Reproductive system and breast disorders",
+    "Hepatobiliary disorders",
+    "Metabolism and nutrition disorders",
+    "Product issues",
+    "Eye disorders",
+    "Investigations",
+    "Musculoskeletal and connective tissue disorders",
+    "Gastrointestinal disorders",
+    "Social circumstances",
+    "Immune system disorders",
+    "Reproductive system and breast disorders",
     "Neoplasms benign, malignant and unspecified (incl cysts and polyps)",
-    "General disorders and administration site conditions", "Endocrine disorders", "Surgical and medical procedures",
-    "Vascular disorders", "Blood and lymphatic system disorders", "Skin and subcutaneous tissue disorders",
-    "Congenital, familial and genetic disorders", "Infections and infestations",
-    "Respiratory, thoracic and mediastinal disorders", "Psychiatric disorders", "Renal and urinary disorders",
-    "Pregnancy, puerperium and perinatal conditions", "Ear and labyrinth disorders", "Cardiac disorders",
-    "Nervous system disorders", "Injury, poisoning and procedural complications"]
+    "General disorders and administration site conditions",
+    "Endocrine disorders",
+    "Surgical and medical procedures",
+    "Vascular disorders",
+    "Blood and lymphatic system disorders",
+    "Skin and subcutaneous tissue disorders",
+    "Congenital, familial and genetic disorders",
+    "Infections and infestations",
+    "Respiratory, thoracic and mediastinal disorders",
+    "Psychiatric disorders",
+    "Renal and urinary disorders",
+    "Pregnancy, puerperium and perinatal conditions",
+    "Ear and labyrinth disorders",
+    "Cardiac disorders",
+    "Nervous system disorders",
+    "Injury, poisoning and procedural complications",
+]
 
 
 @dataclass(frozen=True)
@@ -52,8 +82,10 @@ class MoleculeNetFile:
         return data_root() / self.task / self.file
 
     def missing_hint(self) -> str:
-        return (f"{self.title} is MoleculeNet's public file, at {{url}}. Download it to {{path}}, point dataset.path=FILE "
-                "to a copy, or add dataset.download=true to fetch it.")
+        return (
+            f"{self.title} is MoleculeNet's public file, at {{url}}. Download it to {{path}}, point dataset.path=FILE "
+            "to a copy, or add dataset.download=true to fetch it."
+        )
 
 
 FILES = [
@@ -63,8 +95,14 @@ FILES = [
     MoleculeNetFile("tox21", "Tox21", "tox21.csv.gz", "smiles", TOX21_LABELS),
     MoleculeNetFile("sider", "SIDER", "sider.csv.gz", "smiles", SIDER_LABELS),
     MoleculeNetFile("hiv", "HIV", "HIV.csv", "smiles", ["HIV_active"]),
-    MoleculeNetFile("esol", "ESOL", "delaney-processed.csv", "smiles", ["measured log solubility in mols per litre"],
-                    regression=True),
+    MoleculeNetFile(
+        "esol",
+        "ESOL",
+        "delaney-processed.csv",
+        "smiles",
+        ["measured log solubility in mols per litre"],
+        regression=True,
+    ),
     MoleculeNetFile("lipophilicity", "Lipophilicity", "Lipophilicity.csv", "smiles", ["exp"], regression=True),
     MoleculeNetFile("freesolv", "FreeSolv", "SAMPL.csv", "smiles", ["expt"], regression=True),
 ]
@@ -91,8 +129,7 @@ def _build(source: MoleculeNetFile, request):
 def _check(source: MoleculeNetFile, params, world_size: int = 1, inputs: str = ""):
     from ddpx.plugins.smiles.file_checks import check_smiles_params
 
-    check_smiles_params(params, source.default_path, source.missing_hint(), regression=source.regression,
-                        inputs=inputs)
+    check_smiles_params(params, source.default_path, source.missing_hint(), regression=source.regression, inputs=inputs)
 
 
 def moleculenet_tasks(params_for, predictor) -> list[TaskSpec]:
@@ -101,12 +138,25 @@ def moleculenet_tasks(params_for, predictor) -> list[TaskSpec]:
     tasks = []
     for source in FILES:
         several = len(source.labels) > 1
-        params: dict[str, Param] = params_for(smiles_column=source.smiles_column, url=source.url,
-                                              label_column="" if several else source.labels[0],
-                                              label_columns=source.labels if several else [],
-                                              regression=source.regression)
+        params: dict[str, Param] = params_for(
+            smiles_column=source.smiles_column,
+            url=source.url,
+            label_column="" if several else source.labels[0],
+            label_columns=source.labels if several else [],
+            regression=source.regression,
+        )
         loss, metric = ("mse", "rmse") if source.regression else ("bce_with_logits", "roc_auc")
-        tasks.append(TaskSpec(source.task, DESCRIPTIONS[source.task], partial(_build, source), loss=loss,
-                              metric=metric, check=partial(_check, source), predictor=predictor, params=params,
-                              inputs=INPUTS))
+        tasks.append(
+            TaskSpec(
+                source.task,
+                DESCRIPTIONS[source.task],
+                partial(_build, source),
+                loss=loss,
+                metric=metric,
+                check=partial(_check, source),
+                predictor=predictor,
+                params=params,
+                inputs=INPUTS,
+            )
+        )
     return tasks

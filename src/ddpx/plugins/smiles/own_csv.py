@@ -13,10 +13,10 @@ RMSE). A declaration the file contradicts — numbers such as 3.7 under ``classi
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ddpx.api import Param, TaskSpec, UserError
-
 from ddpx.plugins.smiles.csv_table import measurements_not_classes
 from ddpx.plugins.smiles.moleculenet import INPUTS
 
@@ -41,8 +41,10 @@ def _check(params: Mapping[str, Any], world_size: int = 1, inputs: str = "") -> 
     from ddpx.plugins.smiles.file_checks import check_smiles_params, label_columns
 
     if label_columns(params) == [""]:
-        raise UserError("task smiles_csv needs the column(s) to learn: dataset.label_column=COLUMN, or "
-                        "dataset.label_columns='[\"A\", \"B\"]' for several.")
+        raise UserError(
+            "task smiles_csv needs the column(s) to learn: dataset.label_column=COLUMN, or "
+            'dataset.label_columns=\'["A", "B"]\' for several.'
+        )
     regression = params["task_type"] == "regression"
     table = check_smiles_params(params, _no_default_path, "", regression=regression, inputs=inputs)
     if table is None:
@@ -57,15 +59,29 @@ def _check_not_binary(table, path: str) -> None:
     rows = [row if isinstance(row, tuple) else (row,) for row in table.labels]
     for j, name in enumerate(table.label_names):
         if {row[j] for row in rows if row[j] == row[j]} <= {0.0, 1.0}:
-            raise UserError(f"dataset.task_type=regression, but column '{name}' of '{path}' holds only 0 and 1: "
-                            "classes, not measurements. Set dataset.task_type=classification.")
+            raise UserError(
+                f"dataset.task_type=regression, but column '{name}' of '{path}' holds only 0 and 1: "
+                "classes, not measurements. Set dataset.task_type=classification."
+            )
 
 
 def own_csv_task(params_for, predictor) -> TaskSpec:
     params: dict[str, Param] = dict(params_for(smiles_column="smiles", url="", label_column="", label_columns=[]))
     params["path"] = Param("", "your CSV file (required): a SMILES column and one or several label columns")
-    params["task_type"] = Param("classification", "what the label columns hold: 0/1 classes (classification) or "
-                                "numbers (regression)", choices=TASK_TYPES)
-    return TaskSpec("smiles_csv", "your own CSV of SMILES: classification or regression (dataset.task_type)",
-                    _build, loss="bce_with_logits", metric="roc_auc", params=params, check=_check,
-                    predictor=predictor, inputs=INPUTS, judged_by=_judged_by)
+    params["task_type"] = Param(
+        "classification",
+        "what the label columns hold: 0/1 classes (classification) or numbers (regression)",
+        choices=TASK_TYPES,
+    )
+    return TaskSpec(
+        "smiles_csv",
+        "your own CSV of SMILES: classification or regression (dataset.task_type)",
+        _build,
+        loss="bce_with_logits",
+        metric="roc_auc",
+        params=params,
+        check=_check,
+        predictor=predictor,
+        inputs=INPUTS,
+        judged_by=_judged_by,
+    )

@@ -9,29 +9,48 @@ NO_FEATURES = "none"
 MOLECULE_FEATURIZERS = ("v1_rdkit_2d_normalized", "v1_rdkit_2d", "rdkit_2d", "morgan_binary", "morgan_count")
 
 
-def smiles_params(*, smiles_column: str, label_column: str, url: str, label_columns: list[str] | None = None,
-                  regression: bool = False) -> dict[str, Param]:
+def smiles_params(
+    *, smiles_column: str, label_column: str, url: str, label_columns: list[str] | None = None, regression: bool = False
+) -> dict[str, Param]:
     kind = "numeric target" if regression else "0/1 label"
     return {
         "path": Param("", "the CSV file (empty: the task's default location)"),
         "smiles_column": Param(smiles_column, "column holding the SMILES strings"),
         "label_column": Param(label_column, f"column holding the {kind}s"),
-        "label_columns": Param(label_columns or [], f"several {kind} columns, one output each (empty or NaN cells "
-                               "are missing, left out of loss and metric); empty: dataset.label_column"),
+        "label_columns": Param(
+            label_columns or [],
+            f"several {kind} columns, one output each (empty or NaN cells "
+            "are missing, left out of loss and metric); empty: dataset.label_column",
+        ),
         "strict": Param(False, "refuse a file with bad rows instead of skipping them"),
         "download": Param(False, "download dataset.url when the file is missing (one process per machine)"),
         "url": Param(url, "where dataset.download fetches the file from", schemes=("http", "https")),
-        "split": Param("random", "random (stratified) or scaffold (Bemis-Murcko, needs RDKit)", choices=("random", "scaffold")),
+        "split": Param(
+            "random", "random (stratified) or scaffold (Bemis-Murcko, needs RDKit)", choices=("random", "scaffold")
+        ),
         "canonicalize": Param(False, "validate and canonicalise SMILES with RDKit (needs RDKit)"),
-        "enumerate": Param(0, "randomised SMILES kept per training molecule (RDKit); each epoch a molecule is read "
-                           "as one of them or as written; 0: as written only", minimum=0, maximum=64),
-        "eval_enumerate": Param(0, "dev and held-out predictions average the written SMILES and this many "
-                                "randomised ones (RDKit); 0: the written SMILES only", minimum=0, maximum=64),
-        "molecule_features": Param(NO_FEATURES, "molecule-level features from Chemprop's featurizers (chemprop "
-                                   "--molecule-featurizers): v1_rdkit_2d_normalized (200 RDKit descriptors, the "
-                                   "Chemprop paper's), v1_rdkit_2d, rdkit_2d, morgan_binary, morgan_count, or several "
-                                   "joined by '+' (morgan_count+v1_rdkit_2d_normalized); a graph model reads them "
-                                   "beside the graph, model.name=features_ffn reads them alone; none: no features"),
+        "enumerate": Param(
+            0,
+            "randomised SMILES kept per training molecule (RDKit); each epoch a molecule is read "
+            "as one of them or as written; 0: as written only",
+            minimum=0,
+            maximum=64,
+        ),
+        "eval_enumerate": Param(
+            0,
+            "dev and held-out predictions average the written SMILES and this many "
+            "randomised ones (RDKit); 0: the written SMILES only",
+            minimum=0,
+            maximum=64,
+        ),
+        "molecule_features": Param(
+            NO_FEATURES,
+            "molecule-level features from Chemprop's featurizers (chemprop "
+            "--molecule-featurizers): v1_rdkit_2d_normalized (200 RDKit descriptors, the "
+            "Chemprop paper's), v1_rdkit_2d, rdkit_2d, morgan_binary, morgan_count, or several "
+            "joined by '+' (morgan_count+v1_rdkit_2d_normalized); a graph model reads them "
+            "beside the graph, model.name=features_ffn reads them alone; none: no features",
+        ),
         "heldout_fraction": Param(0.1, "fraction of molecules held out", above=0, below=1),
         "dev_fraction": Param(0.2, "fraction of the rest used for model selection", above=0, below=1),
     }

@@ -4,7 +4,7 @@ error, and a SMILES given to predict that RDKit cannot parse is named."""
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -13,8 +13,16 @@ from ddpx.api import UserError
 SPLIT_NAMES = {"train": "training", "dev": "dev", "heldout": "held-out"}
 
 
-def parsed_splits(splits: dict[str, Sequence[int]], labels: dict[str, list], parsed: Sequence[bool], source: str,
-                  log: Callable[[str], None], *, empty: str, skipped: str) -> dict[str, tuple[list[int], list]]:
+def parsed_splits(
+    splits: dict[str, Sequence[int]],
+    labels: dict[str, list],
+    parsed: Sequence[bool],
+    source: str,
+    log: Callable[[str], None],
+    *,
+    empty: str,
+    skipped: str,
+) -> dict[str, tuple[list[int], list]]:
     """Each split's rows RDKit can parse, with their labels. ``empty`` ends the error for a split
     left with none; ``skipped`` ends the line logged when some were left out."""
     kept, dropped = {}, {}
@@ -23,9 +31,11 @@ def parsed_splits(splits: dict[str, Sequence[int]], labels: dict[str, list], par
         keep = [k for k, row in enumerate(rows) if parsed[row]]
         dropped[name] = len(rows) - len(keep)
         if not keep:
-            raise UserError(f"{source}: none of the {len(rows)} molecule(s) of the {SPLIT_NAMES[name]} split can be read "
-                            f"by RDKit, {empty} Fix the SMILES, or use a model that reads SMILES tokens "
-                            "(model.name=smiles_rnn).")
+            raise UserError(
+                f"{source}: none of the {len(rows)} molecule(s) of the {SPLIT_NAMES[name]} split can be read "
+                f"by RDKit, {empty} Fix the SMILES, or use a model that reads SMILES tokens "
+                "(model.name=smiles_rnn)."
+            )
         kept[name] = ([rows[k] for k in keep], [labels[name][k] for k in keep])
     if any(dropped.values()):
         where = ", ".join(f"{SPLIT_NAMES[name]} {count}" for name, count in dropped.items())

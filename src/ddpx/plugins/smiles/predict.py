@@ -11,14 +11,14 @@ model.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import torch
 
 from ddpx.api import UserError, load_checkpoint, model_state_from
-from ddpx.plugins.smiles.model import build_smiles_rnn
 from ddpx.plugins.smiles.dataset import collate
+from ddpx.plugins.smiles.model import build_smiles_rnn
 from ddpx.plugins.smiles.tokenizer import Vocabulary, tokenize
 
 
@@ -28,7 +28,7 @@ class SmilesPredictor:
         self.vocabulary = vocabulary
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path) -> "SmilesPredictor":
+    def from_checkpoint(cls, path: str | Path) -> SmilesPredictor:
         state = load_checkpoint(path)
         info = state.get("task_info") or {}
         if "vocab" not in info:
@@ -70,8 +70,10 @@ def predict_table(model: torch.nn.Module, info, table):
     several labels), or for a regression model a ``prediction`` (``prediction_<target>``)."""
     if SMILES_COLUMN not in getattr(table, "columns", ()):
         columns = ", ".join(map(str, getattr(table, "columns", []))) or "none"
-        raise UserError(f"this SMILES model predicts from a '{SMILES_COLUMN}' column; the input has {columns}. "
-                        "Give a table (a CSV) with one SMILES string per row in a column named 'smiles'.")
+        raise UserError(
+            f"this SMILES model predicts from a '{SMILES_COLUMN}' column; the input has {columns}. "
+            "Give a table (a CSV) with one SMILES string per row in a column named 'smiles'."
+        )
     out = table[[SMILES_COLUMN]].copy()
     outputs = model_outputs(model.eval(), info, [str(s) for s in table[SMILES_COLUMN]])
     regression = info.get("task_type") == "regression"
@@ -91,7 +93,6 @@ def model_outputs(model: torch.nn.Module, info, smiles: list[str]) -> torch.Tens
     """Eval-mode outputs for the input form the model was trained on."""
     if info.get("inputs") == "molecule_graph":
         from ddpx.plugins.smiles.graphs import graph_outputs
-
         from ddpx.plugins.smiles.params import NO_FEATURES
 
         return graph_outputs(model, smiles, molecule_features=info.get("molecule_features", NO_FEATURES))

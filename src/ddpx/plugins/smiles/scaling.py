@@ -11,7 +11,8 @@ units. The mean and standard deviation are buffers of the model: saved with its 
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 from torch import nn

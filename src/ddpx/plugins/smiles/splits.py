@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ddpx.api import UserError
 
@@ -49,35 +50,56 @@ def _label_in_every_split(count: int, n: int, heldout_fraction: float, dev_fract
     return visible_count * dev >= visible and visible_count * (visible - dev) >= visible
 
 
-def check_random_split(labels: Sequence, heldout_fraction: float, dev_fraction: float, *, stratify: bool,
-                       source: str = "the dataset file") -> None:
+def check_random_split(
+    labels: Sequence, heldout_fraction: float, dev_fraction: float, *, stratify: bool, source: str = "the dataset file"
+) -> None:
     """Refuse a random split that would leave a split empty or, stratified, without one of the labels."""
     n = len(labels)
     fractions = f"dataset.heldout_fraction={heldout_fraction:g}, dataset.dev_fraction={dev_fraction:g}"
     if min(split_sizes(n, heldout_fraction, dev_fraction)) < 1:
-        need = next((m for m in range(n + 1, n + MOST_ADDED) if min(split_sizes(m, heldout_fraction, dev_fraction))),
-                    n + MOST_ADDED)
-        raise UserError(f"{source} has {n} molecule(s), too few to split into training, dev and held-out molecules "
-                        f"({fractions}). Use a file with at least {need} molecules.")
+        need = next(
+            (m for m in range(n + 1, n + MOST_ADDED) if min(split_sizes(m, heldout_fraction, dev_fraction))),
+            n + MOST_ADDED,
+        )
+        raise UserError(
+            f"{source} has {n} molecule(s), too few to split into training, dev and held-out molecules "
+            f"({fractions}). Use a file with at least {need} molecules."
+        )
     if not stratify:
         return
     counts = Counter(labels)
     if len(counts) < 2:
-        raise UserError(f"{source} has {n} molecule(s), all with label {next(iter(counts))}: ROC-AUC needs both "
-                        "labels. Use a file with molecules of each label.")
+        raise UserError(
+            f"{source} has {n} molecule(s), all with label {next(iter(counts))}: ROC-AUC needs both "
+            "labels. Use a file with molecules of each label."
+        )
     for label, count in sorted(counts.items(), key=lambda item: item[1]):
         if not _label_in_every_split(count, n, heldout_fraction, dev_fraction):
-            need = next((k for k in range(count + 1, count + MOST_ADDED)
-                         if _label_in_every_split(k, n - count + k, heldout_fraction, dev_fraction)), "more")
+            need = next(
+                (
+                    k
+                    for k in range(count + 1, count + MOST_ADDED)
+                    if _label_in_every_split(k, n - count + k, heldout_fraction, dev_fraction)
+                ),
+                "more",
+            )
             raise UserError(
                 f"{source} has {n} molecules, only {count} of them with label {label}: too few for a stratified "
                 f"random split to put label {label} in each of the training, dev and held-out splits ({fractions}), "
                 f"and the dev and held-out ROC-AUC need it there. Add molecules with label {label} (at least {need} "
-                "in all with these fractions)" + (", or raise the fractions." if count >= 3 else "."))
+                "in all with these fractions)" + (", or raise the fractions." if count >= 3 else ".")
+            )
 
 
-def random_split(labels: Sequence, seed: int, heldout_fraction: float, dev_fraction: float, *,
-                 stratify: bool = True, source: str = "the dataset file") -> Split:
+def random_split(
+    labels: Sequence,
+    seed: int,
+    heldout_fraction: float,
+    dev_fraction: float,
+    *,
+    stratify: bool = True,
+    source: str = "the dataset file",
+) -> Split:
     import numpy as np
     from sklearn.model_selection import train_test_split
 
@@ -85,10 +107,16 @@ def random_split(labels: Sequence, seed: int, heldout_fraction: float, dev_fract
     labels = np.asarray(labels)
     index = np.arange(len(labels))
     try:
-        visible, heldout = train_test_split(index, stratify=labels if stratify else None, shuffle=True,
-                                            test_size=heldout_fraction, random_state=seed)
-        train, dev = train_test_split(visible, stratify=labels[visible] if stratify else None, shuffle=True,
-                                      test_size=dev_fraction, random_state=seed)
+        visible, heldout = train_test_split(
+            index, stratify=labels if stratify else None, shuffle=True, test_size=heldout_fraction, random_state=seed
+        )
+        train, dev = train_test_split(
+            visible,
+            stratify=labels[visible] if stratify else None,
+            shuffle=True,
+            test_size=dev_fraction,
+            random_state=seed,
+        )
     except ValueError as exc:
         raise UserError(
             f"cannot make stratified splits of {len(labels)} molecules ({exc}). Each class needs a few molecules "
@@ -97,8 +125,9 @@ def random_split(labels: Sequence, seed: int, heldout_fraction: float, dev_fract
     return train, dev, heldout
 
 
-def scaffold_split(smiles: Sequence[str], heldout_fraction: float, dev_fraction: float, *,
-                   source: str = "the dataset file") -> Split:
+def scaffold_split(
+    smiles: Sequence[str], heldout_fraction: float, dev_fraction: float, *, source: str = "the dataset file"
+) -> Split:
     import numpy as np
 
     from ddpx.plugins.smiles.chem import murcko_scaffold
@@ -123,8 +152,10 @@ def scaffold_split(smiles: Sequence[str], heldout_fraction: float, dev_fraction:
             heldout += group
     if not dev or not heldout:
         empty = " and ".join(name for name, part in (("dev", dev), ("held-out", heldout)) if not part)
-        raise UserError(f"{source} has {n} molecule(s) with {len(groups)} distinct scaffold(s), too few for a scaffold "
-                        f"split: it left the {empty} split empty (dataset.heldout_fraction={heldout_fraction:g}, "
-                        f"dataset.dev_fraction={dev_fraction:g}). Use a file with more molecules of different "
-                        "scaffolds, or dataset.split=random.")
+        raise UserError(
+            f"{source} has {n} molecule(s) with {len(groups)} distinct scaffold(s), too few for a scaffold "
+            f"split: it left the {empty} split empty (dataset.heldout_fraction={heldout_fraction:g}, "
+            f"dataset.dev_fraction={dev_fraction:g}). Use a file with more molecules of different "
+            "scaffolds, or dataset.split=random."
+        )
     return np.array(train), np.array(dev), np.array(heldout)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 TOKEN_PATTERN = re.compile(
     r"(\[[^\[\]]+\]|Br|Cl|Si|Se|se|As|as|Te|te|B|C|N|O|S|P|F|I|H|K|b|c|n|o|s|p"
@@ -33,7 +33,7 @@ class Vocabulary:
         self.index = {token: i for i, token in enumerate(self.tokens)}
 
     @classmethod
-    def build(cls, tokenized: Iterable[Sequence[str]]) -> "Vocabulary":
+    def build(cls, tokenized: Iterable[Sequence[str]]) -> Vocabulary:
         counts = Counter(token for tokens in tokenized for token in tokens)
         ordered = sorted(counts, key=lambda t: (-counts[t], t))
         return cls([PAD, UNK, *ordered])

@@ -11,14 +11,19 @@ cannot parse have no features and are left out of their split, with the count lo
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy
 import torch
 from torch.utils.data import Dataset
 
 from ddpx.api import TaskData
-from ddpx.plugins.smiles.molecule_features import SCALER_KEY, cached_molecule_features, compute_features, fit_feature_scaler
+from ddpx.plugins.smiles.molecule_features import (
+    SCALER_KEY,
+    cached_molecule_features,
+    compute_features,
+    fit_feature_scaler,
+)
 from ddpx.plugins.smiles.parsed_rows import model_device, parsed_splits, refuse_unparsed
 
 
@@ -42,24 +47,42 @@ class FeatureDataset(Dataset):
         return torch.from_numpy(numpy.array(self.features[self.rows[i]])), self.labels[i]
 
 
-def vector_task_data(smiles: list[str], splits: dict[str, Sequence[int]], labels: dict[str, list], info: dict,
-                     source: str, log: Callable[[str], None], molecule_features: str) -> TaskData:
+def vector_task_data(
+    smiles: list[str],
+    splits: dict[str, Sequence[int]],
+    labels: dict[str, list],
+    info: dict,
+    source: str,
+    log: Callable[[str], None],
+    molecule_features: str,
+) -> TaskData:
     """The splits (row indices into ``smiles``, with their ``labels``) as feature vectors.
     ``info`` gains ``inputs`` ("molecule_features"), ``molecule_features`` and the training
     split's feature scaler, which the model standardises its input with."""
     features = cached_molecule_features(smiles, molecule_features, log)
-    kept = parsed_splits(splits, labels, parsed_molecules(features), source, log,
-                         empty="so it has no molecule features to train or score on.",
-                         skipped="they have no molecule features, so they are left out of their split.")
+    kept = parsed_splits(
+        splits,
+        labels,
+        parsed_molecules(features),
+        source,
+        log,
+        empty="so it has no molecule features to train or score on.",
+        skipped="they have no molecule features, so they are left out of their split.",
+    )
     datasets = {name: FeatureDataset(features, rows, split_labels) for name, (rows, split_labels) in kept.items()}
-    info = {**info, "inputs": "molecule_features", "molecule_features": molecule_features,
-            SCALER_KEY: fit_feature_scaler(features[datasets["train"].rows])}
+    info = {
+        **info,
+        "inputs": "molecule_features",
+        "molecule_features": molecule_features,
+        SCALER_KEY: fit_feature_scaler(features[datasets["train"].rows]),
+    }
     return TaskData(train=datasets["train"], dev=datasets["dev"], heldout=datasets["heldout"], info=info, source=source)
 
 
 @torch.no_grad()
-def vector_outputs(model: torch.nn.Module, smiles: list[str], molecule_features: str,
-                   batch_size: int = 1024) -> torch.Tensor:
+def vector_outputs(
+    model: torch.nn.Module, smiles: list[str], molecule_features: str, batch_size: int = 1024
+) -> torch.Tensor:
     """The model's eval-mode outputs for each SMILES, on the CPU; a SMILES RDKit cannot parse is
     a :class:`UserError` naming it."""
     features = compute_features(smiles, molecule_features)
@@ -68,8 +91,10 @@ def vector_outputs(model: torch.nn.Module, smiles: list[str], molecule_features:
     model.eval()
     device = model_device(model)
     try:
-        outputs = [model(torch.from_numpy(features[start:start + batch_size]).to(device)).float().cpu()
-                   for start in range(0, len(smiles), batch_size)]
+        outputs = [
+            model(torch.from_numpy(features[start : start + batch_size]).to(device)).float().cpu()
+            for start in range(0, len(smiles), batch_size)
+        ]
     finally:
         model.train(was_training)
     return torch.cat(outputs) if outputs else torch.zeros(0)

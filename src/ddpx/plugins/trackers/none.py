@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ddpx.api import TrackerSpec, hookimpl
 
@@ -14,8 +15,9 @@ class NoTracker:
     def __init__(self, job: Any):
         self.run_dir = job.run_dir.path
 
-    def start(self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str],
-              resume_run_id: str | None = None) -> None:
+    def start(
+        self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str], resume_run_id: str | None = None
+    ) -> None:
         pass
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:

@@ -16,18 +16,25 @@ def _common_params() -> dict[str, Param]:
     return {
         "root": Param("", "data folder (default: $DDPX_DATA_DIR or ~/.cache/ddpx/data)"),
         "download": Param(False, "download through torchvision (local rank 0 only; the others wait)"),
-        "loader": Param("auto", "fast (uint8 tensor on the device, batched augmentation), torchvision "
-                        "(per-sample transforms in a DataLoader), or auto (fast when it fits)",
-                        choices=("auto", "fast", "torchvision")),
-        "dev_fraction": Param(0.1, "stratified share of the official training set used for model selection", above=0,
-                              below=1),
+        "loader": Param(
+            "auto",
+            "fast (uint8 tensor on the device, batched augmentation), torchvision "
+            "(per-sample transforms in a DataLoader), or auto (fast when it fits)",
+            choices=("auto", "fast", "torchvision"),
+        ),
+        "dev_fraction": Param(
+            0.1, "stratified share of the official training set used for model selection", above=0, below=1
+        ),
     }
 
 
 MNIST_PARAMS = {
     **_common_params(),
-    "mirror": Param("", "base URL of an MNIST mirror for dataset.download (default: torchvision's mirrors)",
-                    schemes=("http", "https")),
+    "mirror": Param(
+        "",
+        "base URL of an MNIST mirror for dataset.download (default: torchvision's mirrors)",
+        schemes=("http", "https"),
+    ),
 }
 CIFAR_PARAMS = {
     **_common_params(),
@@ -42,8 +49,13 @@ def build_mnist(request):
 
     train, test = load_mnist(request)
     spec = ImageSpec(MNIST_MEAN, MNIST_STD, size=28, crop_padding=0, flip=False)
-    return build_image_splits(request, train, test, spec, {"num_classes": 10, "in_channels": 1, "image_size": 28,
-                                                           "classes": [str(i) for i in range(10)]})
+    return build_image_splits(
+        request,
+        train,
+        test,
+        spec,
+        {"num_classes": 10, "in_channels": 1, "image_size": 28, "classes": [str(i) for i in range(10)]},
+    )
 
 
 def build_cifar10(request):
@@ -52,8 +64,9 @@ def build_cifar10(request):
 
     train, test, classes = load_cifar10(request)
     spec = ImageSpec(CIFAR_MEAN, CIFAR_STD, size=32, crop_padding=4, flip=True)
-    return build_image_splits(request, train, test, spec, {"num_classes": 10, "in_channels": 3, "image_size": 32,
-                                                           "classes": classes})
+    return build_image_splits(
+        request, train, test, spec, {"num_classes": 10, "in_channels": 3, "image_size": 32, "classes": classes}
+    )
 
 
 def check_mnist(params):
@@ -95,6 +108,7 @@ def build_resnet18(params, info):
 
 def image_predictor(mean, std) -> TablePredictor:
     """Images (a ``path`` or an ``image`` column) in, the ``predicted`` class and its ``probability`` out."""
+
     def predict(model, info, table):
         from ddpx.plugins.vision.predict import predict_images
 
@@ -114,20 +128,49 @@ def _recipe(name: str) -> RecipeSource:
 
 @hookimpl
 def register_tasks(register):
-    register(TaskSpec("mnist", "MNIST handwritten digits (torchvision); held-out = the official test set",
-                      build_mnist, loss="cross_entropy", metric="accuracy", params=MNIST_PARAMS, check=check_mnist,
-                      predictor=image_predictor(MNIST_MEAN, MNIST_STD)))
-    register(TaskSpec("cifar10", "CIFAR-10 images (torchvision); held-out = the official test set",
-                      build_cifar10, loss="cross_entropy", metric="accuracy", params=CIFAR_PARAMS, check=check_cifar10,
-                      predictor=image_predictor(CIFAR_MEAN, CIFAR_STD)))
+    register(
+        TaskSpec(
+            "mnist",
+            "MNIST handwritten digits (torchvision); held-out = the official test set",
+            build_mnist,
+            loss="cross_entropy",
+            metric="accuracy",
+            params=MNIST_PARAMS,
+            check=check_mnist,
+            predictor=image_predictor(MNIST_MEAN, MNIST_STD),
+        )
+    )
+    register(
+        TaskSpec(
+            "cifar10",
+            "CIFAR-10 images (torchvision); held-out = the official test set",
+            build_cifar10,
+            loss="cross_entropy",
+            metric="accuracy",
+            params=CIFAR_PARAMS,
+            check=check_cifar10,
+            predictor=image_predictor(CIFAR_MEAN, CIFAR_STD),
+        )
+    )
 
 
 @hookimpl
 def register_models(register):
     register(ModelSpec("convnet", "two conv blocks (16, 32 channels) and a linear head", build_convnet))
-    register(ModelSpec("resnet18", "torchvision ResNet-18", build_resnet18,
-                       params={"stem": Param("imagenet", "imagenet (torchvision's 7x7/2 conv + max-pool) or cifar "
-                                             "(3x3/1 conv, no max-pool)", choices=("imagenet", "cifar"))}))
+    register(
+        ModelSpec(
+            "resnet18",
+            "torchvision ResNet-18",
+            build_resnet18,
+            params={
+                "stem": Param(
+                    "imagenet",
+                    "imagenet (torchvision's 7x7/2 conv + max-pool) or cifar (3x3/1 conv, no max-pool)",
+                    choices=("imagenet", "cifar"),
+                )
+            },
+        )
+    )
 
 
 @hookimpl

@@ -3,14 +3,15 @@ DataLoader, as the seed tutorials do it."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch.utils.data import Dataset
 
 
-def transform_pipeline(mean: Sequence[float], std: Sequence[float], *, crop_padding: int = 0, flip: bool = False,
-                       size: int | None = None):
+def transform_pipeline(
+    mean: Sequence[float], std: Sequence[float], *, crop_padding: int = 0, flip: bool = False, size: int | None = None
+):
     from torchvision import transforms
 
     steps = []

@@ -8,8 +8,8 @@ per-sample transforms in a DataLoader, ``auto`` takes the fast path when the ima
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 
@@ -40,7 +40,9 @@ def stratified_dev_split(targets: torch.Tensor, fraction: float, seed: int, sour
     try:
         train, dev = train_test_split(index, test_size=fraction, stratify=targets.numpy(), random_state=seed)
     except ValueError as exc:
-        raise UserError(f"cannot hold out a stratified dev split of {fraction} ({exc}); change dataset.dev_fraction.") from None
+        raise UserError(
+            f"cannot hold out a stratified dev split of {fraction} ({exc}); change dataset.dev_fraction."
+        ) from None
     return torch.as_tensor(train), torch.as_tensor(dev)
 
 
@@ -62,18 +64,22 @@ def choose_loader(requested: str, nbytes: int, device: torch.device | None, log)
     budget = FAST_PATH_SHARE * _free_bytes(device)
     if nbytes <= budget:
         return "fast"
-    log(f"the images ({nbytes / 2**20:.0f} MiB) do not fit the fast path's budget ({budget / 2**20:.0f} MiB); "
-        "using torchvision's DataLoader path (dataset.loader=torchvision)")
+    log(
+        f"the images ({nbytes / 2**20:.0f} MiB) do not fit the fast path's budget ({budget / 2**20:.0f} MiB); "
+        "using torchvision's DataLoader path (dataset.loader=torchvision)"
+    )
     return "torchvision"
 
 
 def check_targets(targets: torch.Tensor, num_classes: int, what: str) -> None:
     """Every label a class of the task: one outside would stop training with an index error."""
-    if len(targets) and not (0 <= int(targets.min()) and int(targets.max()) < num_classes):
+    if len(targets) and not (int(targets.min()) >= 0 and int(targets.max()) < num_classes):
         bad = sorted({int(t) for t in targets[(targets < 0) | (targets >= num_classes)].unique()})
-        raise UserError(f"the {what} holds label(s) {', '.join(map(str, bad[:5]))}, outside the task's {num_classes} "
-                        f"classes (0 to {num_classes - 1}). Replace its files with the dataset's own (dataset.download"
-                        "=true fetches them).")
+        raise UserError(
+            f"the {what} holds label(s) {', '.join(map(str, bad[:5]))}, outside the task's {num_classes} "
+            f"classes (0 to {num_classes - 1}). Replace its files with the dataset's own (dataset.download"
+            "=true fetches them)."
+        )
 
 
 def build_image_splits(request: DataRequest, train_set, test_set, spec: ImageSpec, info: dict) -> TaskData:
@@ -82,8 +88,12 @@ def build_image_splits(request: DataRequest, train_set, test_set, spec: ImageSpe
 
     for targets, split in ((train_targets, "training"), (test_targets, "test")):
         check_targets(targets, info["num_classes"], f"{split} set in {dataset_root(request.params)}")
-    train_idx, dev_idx = stratified_dev_split(train_targets, request.params["dev_fraction"], request.seed,
-                                              f"the training set in {dataset_root(request.params)}")
+    train_idx, dev_idx = stratified_dev_split(
+        train_targets,
+        request.params["dev_fraction"],
+        request.seed,
+        f"the training set in {dataset_root(request.params)}",
+    )
     splits = {
         "train": (train_images[train_idx], train_targets[train_idx], True),
         "dev": (train_images[dev_idx], train_targets[dev_idx], False),
@@ -96,10 +106,17 @@ def build_image_splits(request: DataRequest, train_set, test_set, spec: ImageSpe
     for name, (images, targets, is_train) in splits.items():
         crop, flip = (spec.crop_padding, spec.flip) if (is_train and augment) else (0, False)
         if loader == "fast":
-            made[name] = DeviceImages(images, targets, spec.mean, spec.std, crop_padding=crop, flip=flip,
-                                      device=request.device)
+            made[name] = DeviceImages(
+                images, targets, spec.mean, spec.std, crop_padding=crop, flip=flip, device=request.device
+            )
         else:
-            made[name] = TransformedImages(images, targets, transform_pipeline(
-                spec.mean, spec.std, crop_padding=crop, flip=flip, size=spec.size))
-    return TaskData(train=made["train"], dev=made["dev"], heldout=made["heldout"], info={**info, "loader": loader},
-                    source=str(dataset_root(request.params)))
+            made[name] = TransformedImages(
+                images, targets, transform_pipeline(spec.mean, spec.std, crop_padding=crop, flip=flip, size=spec.size)
+            )
+    return TaskData(
+        train=made["train"],
+        dev=made["dev"],
+        heldout=made["heldout"],
+        info={**info, "loader": loader},
+        source=str(dataset_root(request.params)),
+    )

@@ -10,7 +10,7 @@ offset in ``[0, 2 * padding]`` of the zero-padded image, and a flip with probabi
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -26,8 +26,12 @@ def random_crop_flip(images: torch.Tensor, padding: int, flip: bool) -> torch.Te
         left = torch.randint(0, 2 * padding + 1, (batch,), device=device)
         rows = (top[:, None] + torch.arange(height, device=device))[:, None, :, None]
         cols = (left[:, None] + torch.arange(width, device=device))[:, None, None, :]
-        images = padded[torch.arange(batch, device=device)[:, None, None, None],
-                        torch.arange(channels, device=device)[None, :, None, None], rows, cols]
+        images = padded[
+            torch.arange(batch, device=device)[:, None, None, None],
+            torch.arange(channels, device=device)[None, :, None, None],
+            rows,
+            cols,
+        ]
     if flip:
         flipped = torch.rand(batch, device=device) < 0.5
         images = torch.where(flipped[:, None, None, None], images.flip(-1), images)
@@ -37,8 +41,17 @@ def random_crop_flip(images: torch.Tensor, padding: int, flip: bool) -> torch.Te
 class DeviceImages:
     """A split held as uint8 images; ``get_batch`` returns normalised float batches on ``device``."""
 
-    def __init__(self, images: torch.Tensor, targets: torch.Tensor, mean: Sequence[float], std: Sequence[float],
-                 *, crop_padding: int = 0, flip: bool = False, device: torch.device | None = None):
+    def __init__(
+        self,
+        images: torch.Tensor,
+        targets: torch.Tensor,
+        mean: Sequence[float],
+        std: Sequence[float],
+        *,
+        crop_padding: int = 0,
+        flip: bool = False,
+        device: torch.device | None = None,
+    ):
         self.images, self.targets = images, targets
         if device is not None and device.type == "cuda":
             self.images, self.targets = images.to(device), targets.to(device)

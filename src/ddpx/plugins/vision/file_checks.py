@@ -14,14 +14,13 @@ from __future__ import annotations
 import math
 import struct
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from ddpx.api import UserError
 
 IDX_UBYTE = 0x08
-FIX = ("Delete the folder's files and fetch them again (dataset.download=true), or copy them again from a "
-       "good source.")
+FIX = "Delete the folder's files and fetch them again (dataset.download=true), or copy them again from a good source."
 
 
 def check_idx_file(path: Path, rank: int) -> tuple[int, ...]:
@@ -30,8 +29,10 @@ def check_idx_file(path: Path, rank: int) -> tuple[int, ...]:
     with path.open("rb") as fh:
         header = fh.read(4 + 4 * rank)
     if len(header) < 4 + 4 * rank or header[0:2] != b"\x00\x00" or header[2] != IDX_UBYTE or header[3] != rank:
-        raise UserError(f"'{path}' is not an MNIST IDX file (its first bytes are not the IDX header for "
-                        f"{rank}-d unsigned bytes; is it compressed, or another file?). {FIX}")
+        raise UserError(
+            f"'{path}' is not an MNIST IDX file (its first bytes are not the IDX header for "
+            f"{rank}-d unsigned bytes; is it compressed, or another file?). {FIX}"
+        )
     dims = struct.unpack(f">{rank}I", header[4:])
     count = 1
     for dim in dims:
@@ -39,8 +40,10 @@ def check_idx_file(path: Path, rank: int) -> tuple[int, ...]:
     expected = 4 + 4 * rank + count
     if size != expected:
         state = "truncated" if size < expected else "longer than its header says"
-        raise UserError(f"'{path}' is {state}: its header promises {expected} bytes ({' x '.join(map(str, dims))}), "
-                        f"the file has {size}. {FIX}")
+        raise UserError(
+            f"'{path}' is {state}: its header promises {expected} bytes ({' x '.join(map(str, dims))}), "
+            f"the file has {size}. {FIX}"
+        )
     return dims
 
 
@@ -54,8 +57,10 @@ def check_mnist_files(raw: Path, num_classes: int = 10, size: int = 28, dev_frac
         if (rows, cols) != (size, size):
             raise UserError(f"'{images}' holds {rows} x {cols} images; MNIST's are {size} x {size}. {FIX}")
         if count != label_count:
-            raise UserError(f"'{images}' holds {count} images but '{labels}' has {label_count} labels: the two "
-                            f"files must be a pair. {FIX}")
+            raise UserError(
+                f"'{images}' holds {count} images but '{labels}' has {label_count} labels: the two "
+                f"files must be a pair. {FIX}"
+            )
         counts = Counter(labels.read_bytes()[8:])
         check_labels(labels, counts, num_classes)
         if prefix == "train" and dev_fraction is not None:
@@ -67,8 +72,10 @@ def check_labels(path: Path, distinct: Iterable[int], num_classes: int) -> None:
     bad = sorted(int(label) for label in distinct if not 0 <= int(label) < num_classes)
     if bad:
         shown = ", ".join(map(str, bad[:5])) + (", ..." if len(bad) > 5 else "")
-        raise UserError(f"'{path}' holds label(s) {shown}, outside the task's {num_classes} classes (0 to "
-                        f"{num_classes - 1}): it is not this dataset's file, or it was written wrongly. {FIX}")
+        raise UserError(
+            f"'{path}' holds label(s) {shown}, outside the task's {num_classes} classes (0 to "
+            f"{num_classes - 1}): it is not this dataset's file, or it was written wrongly. {FIX}"
+        )
 
 
 def check_dev_split(counts: Mapping[int, int], fraction: float, source: str) -> None:
@@ -79,12 +86,17 @@ def check_dev_split(counts: Mapping[int, int], fraction: float, source: str) -> 
     dev = math.ceil(fraction * n)
     rare = sorted(label for label, count in counts.items() if count < 2)
     if rare or dev < classes or n - dev < classes:
-        problem = (f"class(es) {', '.join(map(str, rare[:5]))} have a single image" if rare else
-                   f"it leaves {dev} dev and {n - dev} training images for {classes} classes")
-        raise UserError(f"{source} holds {n} training images, too few for a stratified dev split of "
-                        f"dataset.dev_fraction={fraction:g}: {problem}, and each split needs one image of every "
-                        "class. Use more images (at least two of each class), or a dev_fraction that leaves as many "
-                        "images as classes on each side.")
+        problem = (
+            f"class(es) {', '.join(map(str, rare[:5]))} have a single image"
+            if rare
+            else f"it leaves {dev} dev and {n - dev} training images for {classes} classes"
+        )
+        raise UserError(
+            f"{source} holds {n} training images, too few for a stratified dev split of "
+            f"dataset.dev_fraction={fraction:g}: {problem}, and each split needs one image of every "
+            "class. Use more images (at least two of each class), or a dev_fraction that leaves as many "
+            "images as classes on each side."
+        )
 
 
 def check_pickle_file(path: Path) -> None:

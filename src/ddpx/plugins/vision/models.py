@@ -13,8 +13,9 @@ class ConvNet(nn.Module):
         super().__init__()
 
         def block(cin: int, cout: int) -> nn.Sequential:
-            return nn.Sequential(nn.Conv2d(cin, cout, kernel_size=5, padding=2), nn.BatchNorm2d(cout), nn.ReLU(),
-                                 nn.MaxPool2d(2))
+            return nn.Sequential(
+                nn.Conv2d(cin, cout, kernel_size=5, padding=2), nn.BatchNorm2d(cout), nn.ReLU(), nn.MaxPool2d(2)
+            )
 
         self.features = nn.Sequential(block(in_channels, 16), block(16, 32))
         self.head = nn.Linear(32 * (image_size // 4) ** 2, num_classes)

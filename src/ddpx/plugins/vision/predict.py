@@ -9,12 +9,14 @@ in training.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
 from ddpx.api import UserError
+
 
 def from_file(path: str, channels: int) -> torch.Tensor:
     from torchvision.io import ImageReadMode, decode_image
@@ -31,8 +33,10 @@ def from_pixels(value: Any, channels: int) -> torch.Tensor:
     if pixels.ndim == 2:
         pixels = pixels[:, :, None]
     if pixels.ndim != 3:
-        raise UserError(f"an image must be height x width (grey) or height x width x channels pixels, not an array "
-                        f"of shape {pixels.shape}.")
+        raise UserError(
+            f"an image must be height x width (grey) or height x width x channels pixels, not an array "
+            f"of shape {pixels.shape}."
+        )
     image = torch.from_numpy(pixels.copy()).permute(2, 0, 1)
     if image.shape[0] != channels:
         image = image.float().mean(0, keepdim=True).to(torch.uint8) if channels == 1 else image[:1].expand(3, -1, -1)
@@ -42,8 +46,9 @@ def from_pixels(value: Any, channels: int) -> torch.Tensor:
 def to_batch(images: list[torch.Tensor], size: int, mean: Sequence[float], std: Sequence[float]) -> torch.Tensor:
     from torchvision.transforms.functional import resize
 
-    fitted = [image if image.shape[-2:] == (size, size) else resize(image, [size, size], antialias=True)
-              for image in images]
+    fitted = [
+        image if image.shape[-2:] == (size, size) else resize(image, [size, size], antialias=True) for image in images
+    ]
     batch = torch.stack(fitted).float().div_(255)
     shape = (1, -1, 1, 1)
     return (batch - torch.tensor(mean).view(shape)) / torch.tensor(std).view(shape)
@@ -58,8 +63,10 @@ def predict_images(model: torch.nn.Module, info: Mapping[str, Any], table, mean,
     elif "image" in columns:
         images = [from_pixels(value, channels) for value in table["image"]]
     else:
-        raise UserError(f"this image model reads a 'path' column (image files) or an 'image' column (pixels); the "
-                        f"input has {', '.join(map(str, columns)) or 'no columns'}. Give `ddpx predict` a folder of images.")
+        raise UserError(
+            f"this image model reads a 'path' column (image files) or an 'image' column (pixels); the "
+            f"input has {', '.join(map(str, columns)) or 'no columns'}. Give `ddpx predict` a folder of images."
+        )
     probabilities = torch.softmax(model(to_batch(images, info["image_size"], mean, std)).float(), dim=1)
     confidence, predicted = probabilities.max(dim=1)
     out = table[[c for c in ("path",) if c in columns]].copy()

@@ -7,8 +7,9 @@ ranks wait at a barrier, so no two processes ever write the same files. Missing 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ddpx.api import UserError
 
@@ -16,7 +17,15 @@ if TYPE_CHECKING:  # the checks before launch read this module: they import no t
     import torch
 
 MNIST_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
-CIFAR_FILES = ("data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch", "batches.meta")
+CIFAR_FILES = (
+    "data_batch_1",
+    "data_batch_2",
+    "data_batch_3",
+    "data_batch_4",
+    "data_batch_5",
+    "test_batch",
+    "batches.meta",
+)
 
 
 def dataset_root(params: Mapping[str, Any]) -> Path:
@@ -56,6 +65,7 @@ def load_mnist(request) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.
     from torchvision.datasets import MNIST
 
     root = dataset_root(request.params)
+
     def fetch(folder: Path) -> None:
         if request.params["mirror"]:
             MNIST.mirrors = [request.params["mirror"].rstrip("/") + "/"]
@@ -93,6 +103,7 @@ def load_cifar10(request):
     from torchvision.datasets import CIFAR10
 
     root = dataset_root(request.params)
+
     def fetch(folder: Path) -> None:
         for train in (True, False):
             CIFAR10(str(folder), train=train, download=True)

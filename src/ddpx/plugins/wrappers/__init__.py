@@ -62,9 +62,18 @@ def _check_dp(job) -> None:
 @hookimpl
 def register_wrappers(register):
     register(WrapperSpec("ddp", "DistributedDataParallel: bucketed all-reduce overlapped with backward", _ddp))
-    register(WrapperSpec("allreduce", "hand-made: broadcast at start, all-reduce each gradient from a hook",
-                         _allreduce))
-    register(WrapperSpec("fsdp", "FSDP2 (fully_shard): parameters, gradients and optimizer state sharded across ranks",
-                         _fsdp, check=_check_fsdp, sharded=True))
-    register(WrapperSpec("dp", "torch.nn.DataParallel: one process over every local GPU (--nproc 1)", _dp,
-                         check=_check_dp))
+    register(
+        WrapperSpec("allreduce", "hand-made: broadcast at start, all-reduce each gradient from a hook", _allreduce)
+    )
+    register(
+        WrapperSpec(
+            "fsdp",
+            "FSDP2 (fully_shard): parameters, gradients and optimizer state sharded across ranks",
+            _fsdp,
+            check=_check_fsdp,
+            sharded=True,
+        )
+    )
+    register(
+        WrapperSpec("dp", "torch.nn.DataParallel: one process over every local GPU (--nproc 1)", _dp, check=_check_dp)
+    )

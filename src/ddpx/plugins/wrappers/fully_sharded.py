@@ -75,8 +75,12 @@ def wrap_fully_sharded(model: torch.nn.Module, device: torch.device) -> torch.nn
 def check_fully_sharded(job) -> None:
     train = job.config["train"]
     if train["check_sync"]:
-        raise UserError("train.check_sync=true compares every rank's full parameters, but with train.wrapper=fsdp each "
-                        "rank holds only its shard. Set train.check_sync=false (or use train.wrapper=ddp to check).")
+        raise UserError(
+            "train.check_sync=true compares every rank's full parameters, but with train.wrapper=fsdp each "
+            "rank holds only its shard. Set train.check_sync=false (or use train.wrapper=ddp to check)."
+        )
     if train["compile"]:
-        raise UserError("train.compile=true is not supported with train.wrapper=fsdp in ddpx yet. Set "
-                        "train.compile=false, or use train.wrapper=ddp to compile.")
+        raise UserError(
+            "train.compile=true is not supported with train.wrapper=fsdp in ddpx yet. Set "
+            "train.compile=false, or use train.wrapper=ddp to compile."
+        )

@@ -13,8 +13,9 @@ last reading is logged when it ends, so a run shorter than one period has one to
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ddpx.api import DatasetRecord, Job, TrackerSpec, hookimpl
 from ddpx.plugins.trackers.mlflow.ui_links import LOCAL_UI, best_first_link, ui_link
@@ -44,8 +45,9 @@ class MlflowTracker:
         self._client: Any = None
         self._monitor: Any = None
 
-    def start(self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str],
-              resume_run_id: str | None = None) -> None:
+    def start(
+        self, *, run_name: str, params: Mapping[str, Any], tags: Mapping[str, str], resume_run_id: str | None = None
+    ) -> None:
         import logging
 
         import mlflow
@@ -105,8 +107,9 @@ class MlflowTracker:
             return
         from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
 
-        self._monitor = SystemMetricsMonitor(self.run_id, sampling_interval=SYSTEM_METRICS_INTERVAL_S,
-                                             resume_logging=resume, tracking_uri=self.uri)
+        self._monitor = SystemMetricsMonitor(
+            self.run_id, sampling_interval=SYSTEM_METRICS_INTERVAL_S, resume_logging=resume, tracking_uri=self.uri
+        )
         self._monitor.start()
 
     def _stop_system_metrics(self) -> None:
@@ -138,8 +141,13 @@ class MlflowTracker:
 
         from mlflow.entities import Dataset, DatasetInput, InputTag
 
-        record = Dataset(name=dataset.name, digest=dataset.digest, source_type=_source_type(dataset.source),
-                         source=json.dumps({"uri": dataset.source}), profile=json.dumps(dict(dataset.splits)))
+        record = Dataset(
+            name=dataset.name,
+            digest=dataset.digest,
+            source_type=_source_type(dataset.source),
+            source=json.dumps({"uri": dataset.source}),
+            profile=json.dumps(dict(dataset.splits)),
+        )
         self._client.log_inputs(self.run_id, [DatasetInput(record, [InputTag("mlflow.data.context", "training")])])
 
     def log_model(self, folder: Path, register: str | None = None) -> None:
@@ -182,5 +190,13 @@ class MlflowTracker:
 def register_trackers(register):
     from ddpx.plugins.trackers.mlflow.store_check import check_store, prepare_store
 
-    register(TrackerSpec("mlflow", "MLflow: params, per-epoch metrics, held-out metric, artifacts", MlflowTracker,
-                         check_store, prepare_store, imports=("mlflow",)))
+    register(
+        TrackerSpec(
+            "mlflow",
+            "MLflow: params, per-epoch metrics, held-out metric, artifacts",
+            MlflowTracker,
+            check_store,
+            prepare_store,
+            imports=("mlflow",),
+        )
+    )

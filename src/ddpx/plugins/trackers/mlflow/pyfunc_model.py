@@ -52,7 +52,12 @@ def log_best_model(folder: Path, run_id: str, register: str | None) -> str:
         signature = infer_signature(example, predict(example))
     with mlflow.start_run(run_id=run_id, log_system_metrics=False):
         info = mlflow.pyfunc.log_model(
-            name="model", loader_module=__name__, data_path=str(folder), input_example=example,
-            signature=signature, registered_model_name=register,
-            pip_requirements=[f"ddpx=={__version__}", f"torch=={torch.__version__.split('+')[0]}"])
+            name="model",
+            loader_module=__name__,
+            data_path=str(folder),
+            input_example=example,
+            signature=signature,
+            registered_model_name=register,
+            pip_requirements=[f"ddpx=={__version__}", f"torch=={torch.__version__.split('+')[0]}"],
+        )
     return info.model_id

@@ -86,16 +86,31 @@ class RunListing:
 
 def row_of(run: Any) -> RunRow:
     tags = run.data.tags
-    sweep = "parent" if tags.get("ddpx.sweep") == "parent" else (
-        f"trial {tags['ddpx.sweep.trial']}" if "ddpx.sweep.trial" in tags else "")
+    sweep = (
+        "parent"
+        if tags.get("ddpx.sweep") == "parent"
+        else (f"trial {tags['ddpx.sweep.trial']}" if "ddpx.sweep.trial" in tags else "")
+    )
     metrics = dict(run.data.metrics)
-    metric = tags.get("ddpx.metric") or next((m for m in sorted(metrics) if m.startswith("heldout_")
-                                              and m not in ("heldout_loss", "heldout_samples")), "heldout_loss")
+    metric = tags.get("ddpx.metric") or next(
+        (m for m in sorted(metrics) if m.startswith("heldout_") and m not in ("heldout_loss", "heldout_samples")),
+        "heldout_loss",
+    )
     status = "PRUNED" if tags.get("ddpx.trial_state") == "PRUNED" else run.info.status  # a search's stopped trial
-    return RunRow(run.info.run_id, run.info.run_name or run.info.run_id[:8], status, tags.get("ddpx.recipe", ""),
-                  run.info.experiment_id, run.info.start_time or 0, run.info.end_time, sweep, metric,
-                  tags.get("ddpx.metric_direction", "max") != "min" and metric != "heldout_loss",
-                  dict(run.data.params), metrics)
+    return RunRow(
+        run.info.run_id,
+        run.info.run_name or run.info.run_id[:8],
+        status,
+        tags.get("ddpx.recipe", ""),
+        run.info.experiment_id,
+        run.info.start_time or 0,
+        run.info.end_time,
+        sweep,
+        metric,
+        tags.get("ddpx.metric_direction", "max") != "min" and metric != "heldout_loss",
+        dict(run.data.params),
+        metrics,
+    )
 
 
 def experiment_ids(client: Any, uri: str, experiment: str | None) -> list[str]:
@@ -104,13 +119,16 @@ def experiment_ids(client: Any, uri: str, experiment: str | None) -> list[str]:
     found = client.get_experiment_by_name(experiment)
     if found is None:
         names = sorted(e.name for e in client.search_experiments())
-        raise UserError(f"there is no experiment '{experiment}' in {uri}. Its experiments are: "
-                        f"{', '.join(names) or 'none'}; choose one with --experiment NAME, or leave it out for all.")
+        raise UserError(
+            f"there is no experiment '{experiment}' in {uri}. Its experiments are: "
+            f"{', '.join(names) or 'none'}; choose one with --experiment NAME, or leave it out for all."
+        )
     return [found.experiment_id]
 
 
 def best_first(rows: list[RunRow], sort: str | None, ascending: bool) -> list[RunRow]:
     """Runs with a value first, best (or by ``sort``) first; the rest newest first."""
+
     def value(row: RunRow) -> float | None:
         return row.metrics.get(sort) if sort else row.score
 
@@ -128,8 +146,14 @@ def varying_params(rows: list[RunRow]) -> list[str]:
     return [k for k in keys if len({r.params.get(k) for r in runs}) > 1]
 
 
-def list_runs(uri: str | None, experiment: str | None = None, recipe: str | None = None, sort: str | None = None,
-              ascending: bool = False, limit: int = 20) -> RunListing:
+def list_runs(
+    uri: str | None,
+    experiment: str | None = None,
+    recipe: str | None = None,
+    sort: str | None = None,
+    ascending: bool = False,
+    limit: int = 20,
+) -> RunListing:
     """ddpx's runs, by recipe, best first (or by ``sort``), at most ``limit`` per recipe."""
     import logging
 
@@ -142,8 +166,16 @@ def list_runs(uri: str | None, experiment: str | None = None, recipe: str | None
     client = MlflowClient(uri)
     ids = experiment_ids(client, uri, experiment)
     where = f"tags.`ddpx.recipe` = '{recipe}'" if recipe else "tags.`ddpx.recipe` LIKE '%'"
-    rows = [row_of(run) for run in client.search_runs(ids, filter_string=where, max_results=FETCHED,
-                                                     order_by=["attributes.start_time DESC"])] if ids else []
+    rows = (
+        [
+            row_of(run)
+            for run in client.search_runs(
+                ids, filter_string=where, max_results=FETCHED, order_by=["attributes.start_time DESC"]
+            )
+        ]
+        if ids
+        else []
+    )
     if sort and rows and not any(sort in r.metrics for r in rows):
         known = sorted({m for r in rows for m in r.metrics if not m.startswith("system/")})
         raise UserError(f"no listed run has the metric '{sort}'. Sort by one of: {', '.join(known)}.")

@@ -60,12 +60,16 @@ def existing_store(uri: str | None) -> str:
         try:
             check_server(uri)
         except StoreUnreachable as exc:
-            raise UserError(f"{exc}. Start it (`mlflow server --host 127.0.0.1 --port 5000`) or pass the right "
-                            "address with --tracking-uri.") from None
+            raise UserError(
+                f"{exc}. Start it (`mlflow server --host 127.0.0.1 --port 5000`) or pass the right "
+                "address with --tracking-uri."
+            ) from None
         return uri
     if uri.startswith("sqlite:///"):
-        path = Path(uri[len("sqlite:///"):])
+        path = Path(uri[len("sqlite:///") :])
         if not path.is_file():
-            raise UserError(f"there is no MLflow store at {uri} ({path} does not exist). Run a recipe here first, "
-                            "or pass the store of your runs with --tracking-uri (or MLFLOW_TRACKING_URI).")
+            raise UserError(
+                f"there is no MLflow store at {uri} ({path} does not exist). Run a recipe here first, "
+                "or pass the store of your runs with --tracking-uri (or MLFLOW_TRACKING_URI)."
+            )
     return uri

@@ -33,9 +33,11 @@ def check_store(job: Job) -> None:
     if not scheme or (len(scheme) == 1 and uri[1:3] in (":\\", ":/")):  # a plain path (C:\ too)
         _check_folder(Path(uri), uri)
     elif scheme not in SCHEMES and not any(scheme.startswith(f"{s}+") for s in SCHEMES):
-        raise UserError(f"--tracking-uri {uri!r}: MLflow cannot store runs at a '{scheme}://' address. Use "
-                        "sqlite:///PATH.db, a folder, or http://HOST:PORT of an `mlflow server` "
-                        "(or --tracking none to train without tracking).")
+        raise UserError(
+            f"--tracking-uri {uri!r}: MLflow cannot store runs at a '{scheme}://' address. Use "
+            "sqlite:///PATH.db, a folder, or http://HOST:PORT of an `mlflow server` "
+            "(or --tracking none to train without tracking)."
+        )
     elif scheme == "sqlite":
         _check_sqlite(uri)
     elif scheme == "file":
@@ -44,8 +46,10 @@ def check_store(job: Job) -> None:
         try:
             check_server(uri)
         except StoreUnreachable as exc:
-            raise UserError(f"{exc}. Start it (`mlflow server --host 127.0.0.1 --port 5000`), pass the right address "
-                            "with --tracking-uri, or train without tracking with --tracking none.") from None
+            raise UserError(
+                f"{exc}. Start it (`mlflow server --host 127.0.0.1 --port 5000`), pass the right address "
+                "with --tracking-uri, or train without tracking with --tracking none."
+            ) from None
 
 
 def _check_sqlite(uri: str) -> None:
@@ -55,11 +59,15 @@ def _check_sqlite(uri: str) -> None:
 
     path = sqlite_path(uri)
     if path is None:
-        raise UserError(f"--tracking-uri {uri!r} keeps runs in memory only: they would be lost when the run ends. "
-                        "Use a file, for example sqlite:///mlflow.db.")
+        raise UserError(
+            f"--tracking-uri {uri!r} keeps runs in memory only: they would be lost when the run ends. "
+            "Use a file, for example sqlite:///mlflow.db."
+        )
     if not path.parent.is_dir():
-        raise UserError(f"--tracking-uri {uri!r}: the folder {path.parent} does not exist. Create it, or point the "
-                        "store at an existing folder (sqlite:///mlflow.db keeps it here).")
+        raise UserError(
+            f"--tracking-uri {uri!r}: the folder {path.parent} does not exist. Create it, or point the "
+            "store at an existing folder (sqlite:///mlflow.db keeps it here)."
+        )
     _check_space(path.parent, uri)
     if not path.exists() or path.stat().st_size == 0:
         _probe(path.parent, uri)
@@ -72,13 +80,15 @@ def _check_sqlite(uri: str) -> None:
         finally:
             connection.close()
     except sqlite3.Error as exc:
-        raise UserError(f"--tracking-uri {uri!r}: {path} cannot be written ({exc}). Choose a store you can write "
-                        "to, for example sqlite:///mlflow.db here.") from None
+        raise UserError(
+            f"--tracking-uri {uri!r}: {path} cannot be written ({exc}). Choose a store you can write "
+            "to, for example sqlite:///mlflow.db here."
+        ) from None
 
 
 def sqlite_path(uri: str) -> Path | None:
     """The file of an ``sqlite:///relative.db`` or ``sqlite:////absolute.db`` URI (None: in memory)."""
-    raw = uri[len("sqlite://"):].split("?", 1)[0]
+    raw = uri[len("sqlite://") :].split("?", 1)[0]
     return None if raw in ("", "/", "/:memory:") else Path(raw[1:])
 
 
@@ -133,9 +143,11 @@ def _check_space(folder: Path, uri: str) -> None:
         mount = folder.resolve()
         while not os.path.ismount(mount) and mount != mount.parent:
             mount = mount.parent
-        raise UserError(f"--tracking-uri {uri!r}: no space left on the device holding {folder.resolve()} (the disk "
-                        f"mounted at {mount}: {free // 1024} KiB free), so no run could be recorded. Free space there, "
-                        "point --tracking-uri at a store on another disk, or train without tracking (--tracking none).")
+        raise UserError(
+            f"--tracking-uri {uri!r}: no space left on the device holding {folder.resolve()} (the disk "
+            f"mounted at {mount}: {free // 1024} KiB free), so no run could be recorded. Free space there, "
+            "point --tracking-uri at a store on another disk, or train without tracking (--tracking none)."
+        )
 
 
 def _probe(folder: Path, uri: str) -> None:
@@ -145,5 +157,7 @@ def _probe(folder: Path, uri: str) -> None:
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as exc:
-        raise UserError(f"--tracking-uri {uri!r}: nothing can be written in {folder} ({exc.strerror or exc}). "
-                        "Choose a store you can write to, for example sqlite:///mlflow.db here.") from None
+        raise UserError(
+            f"--tracking-uri {uri!r}: nothing can be written in {folder} ({exc.strerror or exc}). "
+            "Choose a store you can write to, for example sqlite:///mlflow.db here."
+        ) from None

@@ -34,21 +34,35 @@ def view_state(metric: str, higher_is_better: bool, params: list[str]) -> dict[s
     params; best run first; every run drawn in the charts (the UI's default is the first ten)."""
     columns = [column("metrics", metric), *(column("params", p) for p in params[:MAX_PARAM_COLUMNS])]
     return {
-        "searchFilter": "", "orderByKey": column("metrics", metric), "orderByAsc": not higher_is_better,
-        "startTime": "ALL", "lifecycleFilter": "Active", "datasetsFilter": [], "modelVersionFilter": "All Runs",
+        "searchFilter": "",
+        "orderByKey": column("metrics", metric),
+        "orderByAsc": not higher_is_better,
+        "startTime": "ALL",
+        "lifecycleFilter": "Active",
+        "datasetsFilter": [],
+        "modelVersionFilter": "All Runs",
         "selectedColumns": [*columns, "attributes.`Models`"],
         "columnOrder": columns,  # next to the run's name, before Created and Duration
-        "columnWidths": {}, "runsExpanded": {}, "runsPinned": [], "runsHidden": [],
-        "runsVisibilityMap": {}, "runsHiddenMode": "SHOW_ALL", "viewMaximized": False, "runListHidden": False,
-        "isAccordionReordered": False, "useGroupedValuesInCharts": True, "hideEmptyCharts": True, "groupBy": None,
-        "groupsExpanded": {}, "autoRefreshEnabled": True,
+        "columnWidths": {},
+        "runsExpanded": {},
+        "runsPinned": [],
+        "runsHidden": [],
+        "runsVisibilityMap": {},
+        "runsHiddenMode": "SHOW_ALL",
+        "viewMaximized": False,
+        "runListHidden": False,
+        "isAccordionReordered": False,
+        "useGroupedValuesInCharts": True,
+        "hideEmptyCharts": True,
+        "groupBy": None,
+        "groupsExpanded": {},
+        "autoRefreshEnabled": True,
         "globalLineChartConfig": {"xAxisKey": "step", "lineSmoothness": 0, "selectedXAxisMetricKey": ""},
     }
 
 
 def envelope(state: dict[str, Any], created_ms: int, updated_ms: int) -> str:
-    return json.dumps({"name": VIEW_NAME, "createdAt": created_ms, "updatedAt": updated_ms,
-                       "state": json.dumps(state)})
+    return json.dumps({"name": VIEW_NAME, "createdAt": created_ms, "updatedAt": updated_ms, "state": json.dumps(state)})
 
 
 def created_at(existing: str | None, now_ms: int) -> int:

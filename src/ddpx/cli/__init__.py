@@ -6,7 +6,8 @@
 - ``predict_command``: ``ddpx predict`` (a trained model's predictions for a CSV);
 - ``upload_command``: ``ddpx upload`` (a run folder into MLflow after the fact);
 - ``plugin_commands``: ``ddpx plugins`` and ``ddpx plugins check``;
-- ``bench_commands``: ``ddpx bench``.
+- ``bench_commands``: ``ddpx bench``;
+- ``study_commands``: ``ddpx study run`` and ``ddpx study report`` (declared studies, chosen on dev).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ddpx.cli import (  # noqa: F401 - each module adds its commands
     recipe_commands,
     run_commands,
     runs_command,
+    study_commands,
     upload_command,
 )
 from ddpx.cli.app import cli

@@ -1,0 +1,99 @@
+"""``ddpx study run FILE`` (every declared run, resumable; the choice on dev) and ``ddpx study report``
+(the table from the records alone)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ddpx.cli.app import cli, registry_with_warnings
+from ddpx.cli.launch_options import LaunchCommand, settings_from
+from ddpx.contract.errors import JobFailed, UserError
+
+STUDY_EPILOG = """\b
+Examples:
+  ddpx study run studies/moleculenet.toml                 # every run; again: goes on where it stopped
+  ddpx study run studies/moleculenet.toml --parallel 2    # two runs at once, each on half the cores
+  ddpx study run studies/moleculenet.toml --dry-run       # check every run, start nothing
+  ddpx study report studies/moleculenet.toml --export benchmarks/studies/moleculenet.json
+  ddpx study report benchmarks/studies/moleculenet.json   # the table from committed records alone
+
+\b
+While runs go on, only dev values are shown; once every run has ended the choice per set is made
+on dev and recorded (choice.json, the MLflow parent run), and only then are held-out values read.
+"""
+
+
+@cli.group("study")
+def study_group() -> None:
+    """Studies: the sets, candidates, seeds and rule declared in one TOML file, chosen on dev."""
+
+
+@study_group.command("run", cls=LaunchCommand, epilog=STUDY_EPILOG)
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--dry-run", is_flag=True, help="Resolve and check every run, list what would run, start nothing.")
+@click.option(
+    "--parallel",
+    type=int,
+    default=1,
+    show_default=True,
+    metavar="P",
+    help="Run P runs at once, each on its own share of this machine's CPU cores (and GPUs).",
+)
+def study_run_command(file, dry_run, parallel, **values) -> None:
+    """Run every (set, candidate, seed) of the study FILE not yet finished, then choose per set on dev."""
+    from ddpx.cli.run_commands import at_once, trial_slots
+    from ddpx.cli.study_report import print_choice, print_run, print_table
+    from ddpx.config.study_file import read_study
+    from ddpx.launch.study import plan_study, run_study
+
+    registry = registry_with_warnings()
+    spec = read_study(file)
+    study = plan_study(registry, spec, settings_from(registry, values))
+    slots = trial_slots(registry, study.trials[0].job, parallel)
+    first = study.trials[0].job
+    click.echo(
+        f"ddpx: study {spec.name}: {len(study.trials)} run(s) in {len(spec.sets)} set(s), "
+        f"{len(study.trials) - len(study.to_run)} finished earlier, {len(study.to_run)} to run on "
+        f"{first.world_size} rank(s) each{at_once(slots)}; records in {study.folder.path}"
+    )
+    if dry_run:
+        for trial in study.to_run:
+            click.echo(f"  would run {trial.label}")
+        return
+    try:
+        recorded = run_study(
+            registry, study, report=print_run, warn=lambda text: click.echo(f"Warning: {text}", err=True), slots=slots
+        )
+    except (JobFailed, KeyboardInterrupt) as exc:
+        if isinstance(exc, JobFailed) and exc.exit_code != 130:
+            raise
+        raise JobFailed(
+            f"the study was interrupted; every finished run is kept. The same command goes on where it stopped: "
+            f"ddpx study run {file}",
+            130,
+        ) from None
+    print_choice(recorded)
+    print_table(study, recorded)
+
+
+@study_group.command("report", epilog=STUDY_EPILOG)
+@click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--export", type=click.Path(dir_okay=False, path_type=Path), help="Also write the records to this JSON.")
+@click.option("--run-dir", "runs_dir", default=None, help="Where the study's runs are (default ./ddpx-runs).")
+def study_report_command(source, export, runs_dir) -> None:
+    """The study's Markdown table: from a study FILE's records (after its choice), or from exported records (.json)."""
+    from ddpx.records.study_report import markdown, read_records, write_records
+
+    if source.suffix == ".json":
+        if not source.is_file():
+            raise UserError(f"records file '{source}' does not exist; `ddpx study report FILE --export` writes one.")
+        click.echo(markdown(read_records(source)), nl=False)
+        return
+    from ddpx.cli.study_report import exported
+
+    records = exported(source, runs_dir)
+    if export is not None:
+        write_records(records, export)
+    click.echo(markdown(records), nl=False)

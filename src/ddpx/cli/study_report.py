@@ -1,0 +1,77 @@
+"""How ``ddpx study`` shows its progress (dev values only), its choice, and its table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ddpx.contract.errors import UserError
+
+
+def print_run(trial) -> None:
+    """One line as a run ends: its dev value, never its held-out one (the choice is not made yet)."""
+    if trial.status == "FINISHED" and trial.summary is not None:
+        summary = trial.summary
+        detail = f"dev_{summary.metric} {summary.best_dev:.4f} (epoch {summary.best_epoch})"
+    else:
+        detail = f"FAILED: {(trial.error or 'no error recorded').strip().splitlines()[0]}"
+    click.echo(f"ddpx: run {trial.number} ({trial.label}): {detail}")
+
+
+def print_choice(recorded) -> None:
+    for name, choice in recorded.choice.items():
+        chosen = choice.get("chosen")
+        if not chosen:
+            click.echo(f"ddpx: set {name}: no candidate chosen ({choice.get('reason', '')})")
+            continue
+        means = ", ".join(
+            f"{candidate} {values['mean_dev']:.4f}" + ("" if values["complete"] else " (seeds missing)")
+            for candidate, values in choice["evidence"].items()
+            if values["mean_dev"] is not None
+        )
+        click.echo(f"ddpx: set {name}: chose {chosen} by mean dev_{choice['metric']} ({means})")
+    click.echo(f"ddpx: the choice is recorded in {recorded.study.path / 'choice.json'} and on the parent run")
+
+
+def print_table(study, recorded) -> None:
+    from ddpx.records.study_report import export_records, markdown
+
+    records = export_records(study.spec, recorded, study.records(), study.folder.info())
+    click.echo("")
+    click.echo(markdown(records), nl=False)
+
+
+def study_folder(spec, runs_dir: str | None):
+    """The folder of this study file's latest run that made its choice."""
+    from ddpx.records.run_dir import DEFAULT_ROOT
+    from ddpx.records.study_records import StudyDir
+
+    root = Path(runs_dir or DEFAULT_ROOT).resolve() / "studies"
+    found = sorted(
+        (p for p in root.glob(f"{spec.name}-{spec.digest[:10]}-*") if (p / "choice.json").is_file()),
+        key=lambda p: p.stat().st_mtime,
+    )
+    if not found:
+        raise UserError(
+            f"study '{spec.name}' ({spec.path}) has made no choice under {root}: run `ddpx study run "
+            f"{spec.path}` to the end first (or give --run-dir where its runs are)."
+        )
+    folder = StudyDir(root, spec.name, spec.digest, "")
+    folder.path = found[-1]
+    return folder
+
+
+def exported(source: Path, runs_dir: str | None) -> dict:
+    """A study file's records, held-out values read through its recorded choice."""
+    from ddpx.config.study_file import read_study
+    from ddpx.records.study_records import RecordedChoice, RunRecord
+    from ddpx.records.study_report import export_records
+
+    spec = read_study(source)
+    folder = study_folder(spec, runs_dir)
+    lines = (folder.path / "runs.jsonl").read_text(encoding="utf-8").splitlines()
+    records = [RunRecord(**json.loads(line)) for line in lines if line.strip()]
+    info = folder.info()
+    return export_records(spec, RecordedChoice.read(folder), records, info)

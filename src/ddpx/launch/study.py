@@ -1,0 +1,204 @@
+"""Studies: every (set, candidate, seed) of a study file run through the real runner, resumable.
+
+Every run's recipe is resolved and its launch planned before the first starts. A run whose key
+(its resolved recipe, its data's digest, the code's digest) matches a finished run of any study
+is reused, so a study stopped by Ctrl-C, a crash or the end of a day goes on where it stopped,
+and a run of other code is never mixed in. The tracker gets one parent run for the study with
+every run nested under it. Once every run has finished, the choice per set is made on dev
+values alone, written to ``choice.json`` and to the parent run, and only then are held-out
+values read (:class:`~ddpx.records.study_records.RecordedChoice`).
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from ddpx.config.recipe import resolve_recipe
+from ddpx.config.study_file import StudySpec
+from ddpx.launch.parallel_trials import Slot, run_side_by_side
+from ddpx.launch.plan import plan_job
+from ddpx.launch.settings import LaunchSettings
+from ddpx.launch.sweep import PlannedTrials, Trial, check_waits, link_to_parent, run_trial
+from ddpx.plugin_host.registry import Registry
+from ddpx.records.guarded_tracker import GuardedTracker
+from ddpx.records.run_dir import DEFAULT_ROOT, RunDir
+from ddpx.records.study_records import (
+    RecordedChoice,
+    RunRecord,
+    StudyDir,
+    choose,
+    code_version,
+    file_digest,
+    run_key,
+)
+from ddpx.records.tracking import without_system_metrics
+
+LIBRARIES = ("torch", "mlflow", "optuna", "scikit-learn", "rdkit", "chemprop")
+
+
+@dataclass
+class StudyTrial(Trial):
+    key: str = ""
+    set_name: str = ""
+    candidate: str = ""
+    seed: int = 0
+    reused: RunRecord | None = None  # a finished run of the same key, from this or an earlier study
+
+
+@dataclass
+class Study:
+    spec: StudySpec
+    folder: StudyDir
+    code: dict[str, str]
+    trials: list[StudyTrial] = field(default_factory=list)
+    parent_run_id: str | None = None
+
+    @property
+    def to_run(self) -> list[StudyTrial]:
+        return [t for t in self.trials if t.reused is None]
+
+    def records(self) -> list[RunRecord]:
+        """Every finished run of this study (reused or new), in the file's order."""
+        return [t.reused for t in self.trials if t.reused is not None]
+
+
+def plan_study(registry: Registry, spec: StudySpec, settings: LaunchSettings) -> Study:
+    """Resolve and plan every run; any mistake is raised before anything starts."""
+    code = code_version()
+    root = Path(settings.runs_dir or DEFAULT_ROOT).resolve() / "studies"
+    study = Study(spec, StudyDir(root, spec.name, spec.digest, code["code_digest"]), code)
+    finished, digests = study.folder.finished(), {}
+    for study_set in spec.sets:
+        for candidate in study_set.candidates:
+            for seed in spec.seeds:
+                recipe = resolve_recipe(registry, candidate.recipe, study_set.overrides_of(candidate, seed))
+                data = str(recipe.config["dataset"].get("path") or "")
+                if data not in digests:
+                    digests[data] = file_digest(data)
+                key = run_key(recipe.to_toml(), digests[data], code["code_digest"])
+                labels = {"set": study_set.name, "candidate": candidate.name, "seed": str(seed)}
+                trial = StudyTrial(len(study.trials) + 1, labels, recipe, plan_job(registry, recipe, settings))
+                trial.key, trial.set_name, trial.candidate, trial.seed = key, study_set.name, candidate.name, seed
+                trial.reused = finished.get(key)
+                study.trials.append(trial)
+    check_waits(registry, study.trials[0].job)
+    return study
+
+
+def _versions() -> dict[str, str]:
+    found = {}
+    for name in LIBRARIES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return found
+
+
+def study_info(study: Study) -> dict[str, Any]:
+    """What the study records about itself: the file, the code, the machine, the libraries."""
+    return {
+        "study.name": study.spec.name,
+        "study.file": str(study.spec.path),
+        "study.digest": study.spec.digest,
+        "study.rule": study.spec.rule,
+        "study.seeds": ",".join(map(str, study.spec.seeds)),
+        "study.sets": ",".join(s.name for s in study.spec.sets),
+        "study.runs": len(study.trials),
+        **{f"code.{k}": v for k, v in study.code.items()},
+        "machine": f"{platform.node()} {platform.machine()} {platform.processor() or ''}".strip(),
+        "python": sys.version.split()[0],
+        **{f"library.{k}": v for k, v in _versions().items()},
+    }
+
+
+def open_parent(registry: Registry, study: Study, warn: Callable[[str], None]) -> GuardedTracker:
+    first = study.trials[0].job
+    parent_job = replace(
+        without_system_metrics(first), run_dir=RunDir(Path(first.launch.runs_dir or DEFAULT_ROOT).resolve())
+    )
+    parent = GuardedTracker(registry.get("trackers", first.launch.tracking).create(parent_job), warn=warn)
+    info = study_info(study)
+    study.folder.create(study.spec.text, {k: str(v) for k, v in info.items()})
+    study.folder.start_runs(study.records())
+    parent.start(
+        run_name=f"study-{study.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}",
+        params=info,
+        tags={"ddpx.study": "parent", "ddpx.study.name": study.spec.name, "ddpx.study.folder": str(study.folder.path)},
+        resume_run_id=study.folder.info().get("parent_run_id"),
+    )
+    study.parent_run_id = parent.run_id
+    study.folder.note(parent_run_id=parent.run_id)
+    parent.log_artifact(study.folder.path / "study.toml", "study")
+    return parent
+
+
+def run_study(
+    registry: Registry,
+    study: Study,
+    report: Callable[[StudyTrial], None],
+    warn: Callable[[str], None],
+    slots: list[Slot] | None = None,
+) -> RecordedChoice:
+    """Run what is not finished yet, under one parent run; then choose on dev and record the choice."""
+    parent = open_parent(registry, study, warn)
+
+    def ended(trial: StudyTrial) -> None:
+        if trial.status == "FINISHED" and trial.summary is not None:
+            trial.reused = RunRecord.of(trial.set_name, trial.candidate, trial.seed, trial.key, trial.summary)
+            study.folder.add(trial.reused)
+        report(trial)
+
+    def begin(trial: StudyTrial) -> None:
+        link_to_parent(trial, parent.run_id)
+        trial.job.tags = {**trial.job.tags, "ddpx.study.set": trial.set_name, "ddpx.study.candidate": trial.candidate}
+
+    try:
+        if slots and len(slots) > 1:
+            run_side_by_side(registry, PlannedTrials(study.to_run), slots, begin, ended)
+        else:
+            for trial in study.to_run:
+                begin(trial)
+                run_trial(registry, trial, parent.run_id)
+                ended(trial)
+    except BaseException as exc:
+        parent.finish("KILLED", error=f"the study was stopped: {exc}; the same command goes on where it stopped")
+        raise
+    recorded = record_choice(study, parent)
+    failed = [t for t in study.trials if t.reused is None]
+    parent.finish("FAILED" if failed else "FINISHED", error=f"{len(failed)} run(s) failed" if failed else None)
+    return recorded
+
+
+def record_choice(study: Study, parent: GuardedTracker) -> RecordedChoice:
+    """Choose per set on dev values alone, and write the choice to disk and to the parent run. A
+    study whose choice was recorded keeps it: the same file and code never choose again."""
+    if (study.folder.path / "choice.json").is_file():
+        return RecordedChoice.read(study.folder)
+    records = study.records()
+    choice = {}
+    for study_set in study.spec.sets:
+        in_set = [r for r in records if r.set == study_set.name]
+        names = [c.name for c in study_set.candidates]
+        choice[study_set.name] = (
+            choose(in_set, names, study.spec.seeds) if in_set else {"chosen": None, "reason": "no run finished"}
+        )
+    recorded = study.folder.record_choice(choice)
+    parent.set_tags({f"ddpx.study.choice.{name}": str(c.get("chosen")) for name, c in choice.items()})
+    parent.log_metrics(
+        {
+            f"choice.{name}.mean_dev": c["evidence"][c["chosen"]]["mean_dev"]
+            for name, c in choice.items()
+            if c.get("chosen")
+        }
+    )
+    parent.log_artifact(study.folder.path / "choice.json", "study")
+    study.folder.event("choice recorded on the parent run", run_id=parent.run_id)
+    return recorded

@@ -1,0 +1,213 @@
+"""A study's records: its folder, each run's key, the finished runs, and the choice.
+
+Layout (``ddpx-runs/studies/<name>-<file digest>-<code digest>/``)::
+
+    study.toml      the study file as it was read
+    study.json      the file's and the code's digests, the commit, the machine, the parent run
+    runs.jsonl      one line per finished run: set, candidate, seed, key, run folder, dev metric
+    choice.json     the candidate chosen per set, with the dev evidence (written before any
+                    held-out value is read)
+    events.jsonl    what the study did, in order (choice recorded, held-out read)
+
+``ddpx-runs/studies/finished.jsonl`` indexes every finished run of every study by its key: a
+run's resolved recipe, its data's digest and the code's version. A study reuses a run whose key
+matches and never one of other code.
+
+Held-out values are read only through :meth:`RecordedChoice.heldout`, which exists only once the
+choice was written and read back from disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import ddpx
+from ddpx.contract.records import RunSummary
+
+
+def code_version() -> dict[str, str]:
+    """The running code: a digest of ddpx's own source files, and the git commit where there is one."""
+    package = Path(ddpx.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    version = {"code_digest": digest.hexdigest(), "version": ddpx.__version__}
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(package), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        if commit.returncode == 0:
+            version["commit"] = commit.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return version
+
+
+def file_digest(path: str) -> str:
+    """sha256 of a data file (or of every file of a folder), "" for none."""
+    if not path:
+        return ""
+    target = Path(path)
+    files = sorted(p for p in target.rglob("*") if p.is_file()) if target.is_dir() else [target]
+    digest = hashlib.sha256()
+    for file in files:
+        if file.is_file():
+            digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+def run_key(resolved_toml: str, data_digest: str, code_digest: str) -> str:
+    """What makes two runs the same run: the resolved recipe, the data, the code."""
+    return hashlib.sha256("\0".join([resolved_toml, data_digest, code_digest]).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A finished run as the study chooses on it: its dev evidence, never its held-out values."""
+
+    set: str
+    candidate: str
+    seed: int
+    key: str
+    run_dir: str
+    run_id: str | None
+    metric: str
+    greater_is_better: bool
+    dev: float | None
+    best_epoch: int
+    epochs_run: int
+
+    @classmethod
+    def of(cls, set_name: str, candidate: str, seed: int, key: str, summary: RunSummary) -> RunRecord:
+        return cls(
+            set=set_name,
+            candidate=candidate,
+            seed=seed,
+            key=key,
+            run_dir=summary.run_dir,
+            run_id=summary.run_id,
+            metric=summary.metric,
+            greater_is_better=summary.greater_is_better,
+            dev=summary.best_dev,
+            best_epoch=summary.best_epoch,
+            epochs_run=summary.epochs_run,
+        )
+
+
+class StudyDir:
+    """One study's folder, and the index of finished runs beside it."""
+
+    def __init__(self, root: Path, name: str, file_digest_: str, code_digest: str):
+        self.root = root
+        self.path = root / f"{name}-{file_digest_[:10]}-{code_digest[:10]}"
+
+    @property
+    def index(self) -> Path:
+        return self.root / "finished.jsonl"
+
+    def create(self, text: str, info: dict[str, Any]) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        (self.path / "study.toml").write_text(text, encoding="utf-8")
+        known = self.info()
+        (self.path / "study.json").write_text(json.dumps({**info, **known}, indent=2), encoding="utf-8")
+
+    def info(self) -> dict[str, Any]:
+        path = self.path / "study.json"
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+    def note(self, **values: Any) -> None:
+        """Add to study.json (the parent run's id, say)."""
+        path = self.path / "study.json"
+        path.write_text(json.dumps({**self.info(), **values}, indent=2), encoding="utf-8")
+
+    def event(self, what: str, **details: Any) -> None:
+        with (self.path / "events.jsonl").open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"time": time.time(), "event": what, **details}) + "\n")
+
+    def events(self) -> list[dict[str, Any]]:
+        return _read_lines(self.path / "events.jsonl")
+
+    def finished(self) -> dict[str, RunRecord]:
+        """Every finished run of any study, by key, whose run folder still holds its summary."""
+        records = {}
+        for values in _read_lines(self.index):
+            record = RunRecord(**values)
+            if (Path(record.run_dir) / "summary.json").is_file():
+                records[record.key] = record
+        return records
+
+    def start_runs(self, reused: list[RunRecord]) -> None:
+        """This study's runs.jsonl begins with the finished runs it reuses."""
+        lines = "".join(json.dumps(asdict(record)) + "\n" for record in reused)
+        (self.path / "runs.jsonl").write_text(lines, encoding="utf-8")
+
+    def add(self, record: RunRecord) -> None:
+        for path in (self.index, self.path / "runs.jsonl"):
+            with path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(asdict(record)) + "\n")
+
+    def record_choice(self, choice: dict[str, Any]) -> RecordedChoice:
+        path = self.path / "choice.json"
+        path.write_text(json.dumps(choice, indent=2, sort_keys=True), encoding="utf-8")
+        self.event("choice recorded", sets=sorted(choice))
+        return RecordedChoice.read(self)
+
+
+def choose(records: list[RunRecord], candidates: list[str], seeds: tuple[int, ...]) -> dict[str, Any]:
+    """One set's choice by the rule ``best_mean_dev``: the candidate whose runs of every seed finished
+    with the best mean dev metric; ties to the candidate listed first. Only dev values are read."""
+    by_candidate = {name: {r.seed: r for r in records if r.candidate == name} for name in candidates}
+    evidence, eligible = {}, []
+    for name, runs in by_candidate.items():
+        devs = [runs[s].dev for s in seeds if s in runs and runs[s].dev is not None]
+        complete = len(devs) == len(seeds)
+        evidence[name] = {
+            "mean_dev": statistics.fmean(devs) if devs else None,
+            "sd_dev": statistics.stdev(devs) if len(devs) > 1 else 0.0,
+            "dev": devs,
+            "complete": complete,
+        }
+        if complete:
+            eligible.append(name)
+    if not eligible:
+        return {"chosen": None, "evidence": evidence, "reason": "no candidate finished every seed"}
+    higher = records[0].greater_is_better
+    best = eligible[0]
+    for name in eligible[1:]:  # strictly better only: ties stay with the earlier candidate
+        mean, best_mean = evidence[name]["mean_dev"], evidence[best]["mean_dev"]
+        if (mean > best_mean) if higher else (mean < best_mean):
+            best = name
+    return {"chosen": best, "evidence": evidence, "metric": records[0].metric, "greater_is_better": higher}
+
+
+@dataclass(frozen=True)
+class RecordedChoice:
+    """The choice as written to disk; the only way to the held-out values of a study's runs."""
+
+    study: StudyDir
+    choice: dict[str, Any]
+
+    @classmethod
+    def read(cls, study: StudyDir) -> RecordedChoice:
+        return cls(study, json.loads((study.path / "choice.json").read_text(encoding="utf-8")))
+
+    def heldout(self, record: RunRecord) -> dict[str, float]:
+        """A run's held-out metrics, read from its folder once the choice for its set is recorded."""
+        if record.set not in self.choice:
+            raise RuntimeError(f"set '{record.set}' has no recorded choice: held-out values stay unread")
+        summary = RunSummary.read(Path(record.run_dir) / "summary.json")
+        self.study.event("heldout read", set=record.set, candidate=record.candidate, seed=record.seed)
+        return {**summary.heldout, **summary.by_label}
+
+
+def _read_lines(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -43,8 +43,11 @@ def code_version() -> dict[str, str]:
         commit = subprocess.run(
             ["git", "-C", str(package), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
         )
+        dirty = subprocess.run(
+            ["git", "-C", str(package), "status", "--porcelain", "--", "."], capture_output=True, text=True, timeout=10
+        )
         if commit.returncode == 0:
-            version["commit"] = commit.stdout.strip()
+            version["commit"] = commit.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         pass
     return version

@@ -1,4 +1,9 @@
-"""How ``ddpx sweep`` shows its trials: a line as each ends, a table of all of them."""
+"""How ``ddpx sweep`` shows its trials: a line as each ends, a table of all of them.
+
+While trials run, a line shows a trial's dev value only: the sweep (and a search) chooses on dev,
+and no held-out value is shown before the choice is made. The table at the end, printed once
+the best trial is chosen and recorded on the parent run, shows both.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,14 @@ def _metric_text(trial: Trial) -> str:
         return "-"
     name, value = trial.summary.heldout_metric
     return f"{name} {value:.4f}"
+
+
+def _dev_text(trial: Trial) -> str:
+    """``dev_accuracy 0.9120``: what a trial shows while the sweep still chooses (never its held-out value)."""
+    summary = trial.summary
+    if summary is None or summary.best_dev is None:
+        return "-"
+    return f"dev_{summary.metric} {summary.best_dev:.4f}"
 
 
 def _best_dev_text(trial: Trial) -> str:
@@ -33,7 +46,7 @@ def print_trial(trial: Trial) -> None:
     mark = {"FINISHED": "[green]done[/green]", "PRUNED": "[yellow]pruned[/yellow]"}.get(
         trial.status, "[red]FAILED[/red]"
     )
-    detail = _error_text(trial.error) if trial.status == "FAILED" else _metric_text(trial)
+    detail = _error_text(trial.error) if trial.status == "FAILED" else _dev_text(trial)
     if trial.status == "PRUNED":
         detail += f" (stopped after epoch {trial.summary.pruned_after})"
     console().print(f"{mark} trial {trial.number} ({trial.label}): {detail}", highlight=False, soft_wrap=True)
@@ -47,12 +60,17 @@ def print_trials(sweep: Sweep, title: str) -> None:
     for key in sweep.grid:
         table.add_column(key)
     if not planned:
-        for column in ("status", "held-out", "run folder"):
+        for column in ("status", "dev", "held-out", "run folder"):
             table.add_column(column, overflow="fold")
     for trial in sweep.trials:
         row = [str(trial.number) + (" *" if trial is best else ""), *trial.overrides.values()]
         if not planned:
-            row += [trial.status, _metric_text(trial), str(trial.job.run_dir.path) if trial.job.run_dir else "-"]
+            row += [
+                trial.status,
+                _dev_text(trial),
+                _metric_text(trial),
+                str(trial.job.run_dir.path) if trial.job.run_dir else "-",
+            ]
         table.add_row(*row)
     out = console()
     out.print(table)

@@ -54,6 +54,8 @@ def test_a_failed_trial_is_marked_failed_and_the_sweep_goes_on(run_ddpx, ddpx_he
     assert result.returncode == 1, result.output
     assert "1 of 2 trial(s) failed: trial 1 (task=failing_on_rank1)" in result.stderr
     assert "done trial 2" in result.stdout and "Traceback" not in result.stdout
+    [done] = [line for line in result.stdout.splitlines() if line.startswith("done trial 2")]
+    assert "dev_accuracy" in done and "heldout" not in done  # while choosing, dev values only
     assert "FAILED trial 1 (task=failing_on_rank1): the job failed on rank 1" in result.stdout
     assert "RuntimeError: deliberate failure on rank 1" in result.stdout
     client = MlflowClient(tracking_uri)

@@ -15,6 +15,12 @@ TRAIN_PARAMS: dict[str, Param] = {
         "samples per process per micro-batch (the global batch is this times the world size times train.accumulate)",
         minimum=1,
     ),
+    "global_batch_size": Param(
+        0,
+        "samples per optimizer step over all ranks: train.batch_size per rank follows from the world size and "
+        "train.accumulate, so 1 and N ranks take the same steps (0: train.batch_size per rank decides)",
+        minimum=0,
+    ),
     "accumulate": Param(
         1, "micro-batches per optimizer step (gradient accumulation; DDP all-reduces once per step)", minimum=1
     ),

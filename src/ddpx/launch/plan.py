@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ddpx.config.global_batch import per_rank_batch
 from ddpx.config.recipe import Recipe
 from ddpx.contract.errors import UserError
 from ddpx.contract.specs import LauncherSpec
@@ -40,6 +41,8 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
         )
     resume_from = check_checkpoints(recipe, settings.resume, sharded)
     resolved = resolve_for_this_machine(registry, recipe, settings, launcher)
+    # this world's share of a global batch: the run folder's recipe, the job and the checkpoints agree on it
+    recipe.train["batch_size"] = per_rank_batch(recipe.train, resolved.world_size, settings.elastic)
     metric = registry.get("metrics", recipe.task.metric)
     job = Job(
         recipe_name=recipe.name,

@@ -185,3 +185,19 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
 
 def _events(folder: Path) -> list[dict]:
     return [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+
+
+def test_the_moleculenet_study_declares_runnable_candidates():
+    from ddpx.config.recipe import resolve_recipe
+    from ddpx.plugin_host.registry import load_registry
+
+    spec = read_study(Path(__file__).parent.parent / "benchmarks" / "studies" / "moleculenet.toml")
+    registry = load_registry()
+    assert [s.name for s in spec.sets] == ["bbbp", "bace", "clintox", "tox21", "sider", "hiv", "esol", "lipophilicity"]
+    assert spec.seeds == (0, 1, 2, 3, 4)
+    for study_set in spec.sets:
+        assert set(study_set.published) == {"D-MPNN (GEM)", "Uni-Mol"}
+        for candidate in study_set.candidates:
+            recipe = resolve_recipe(registry, candidate.recipe, study_set.overrides_of(candidate, 0))
+            assert recipe.config["dataset"]["path"].endswith(Path(study_set.data).name)
+            assert recipe.config["dataset"]["split"] == "scaffold"

@@ -6,6 +6,7 @@ A study is TOML::
     seeds = [0, 1, 2, 3, 4]          # the default
     rule = "best_mean_dev"           # the default: the best mean dev metric over the seeds,
                                      # ties to the candidate listed first (list the simplest first)
+    overrides = ["dataset.split=scaffold"]   # every run of every set (optional)
 
     [sets.bbbp]
     data = "data/BBBP.csv"           # dataset.path of every candidate (relative to this file)
@@ -39,7 +40,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 RULES = {"best_mean_dev": "the best mean dev metric over the seeds; ties to the candidate listed first"}
-TOP_KEYS = {"name", "description", "seeds", "rule", "sets"}
+TOP_KEYS = {"name", "description", "seeds", "rule", "overrides", "sets"}
 SET_KEYS = {"data", "overrides", "published", "candidates"}
 CANDIDATE_KEYS = {"recipe", "name", "overrides"}
 EXAMPLE = '`[[sets.NAME.candidates]]` with `recipe = "bbbp_dmpnn"`'
@@ -61,7 +62,8 @@ class StudySet:
     published: dict[str, float] = field(default_factory=dict)
 
     def overrides_of(self, candidate: Candidate, seed: int) -> list[str]:
-        """Every ``KEY=VALUE`` of one run: the set's, the candidate's, the data, the seed (later wins)."""
+        """Every ``KEY=VALUE`` of one run: the study's and the set's, the candidate's, the data, the seed
+        (later wins)."""
         data = [f"dataset.path={self.data}"] if self.data else []
         return [*self.overrides, *candidate.overrides, *data, f"train.seed={seed}"]
 
@@ -104,13 +106,16 @@ def read_study(path: str | Path) -> StudySpec:
         digest=hashlib.sha256(raw).hexdigest(),
         seeds=_seeds(data.get("seeds", [0, 1, 2, 3, 4]), where),
         rule=rule,
-        sets=tuple(_study_set(set_name, values, path.parent, where) for set_name, values in sets.items()),
+        sets=tuple(
+            _study_set(set_name, values, path.parent, where, _overrides(data.get("overrides", []), where))
+            for set_name, values in sets.items()
+        ),
         text=raw.decode("utf-8"),
         description=str(data.get("description", "")),
     )
 
 
-def _study_set(name: str, values: Any, folder: Path, where: str) -> StudySet:
+def _study_set(name: str, values: Any, folder: Path, where: str, every: tuple[str, ...]) -> StudySet:
     where = f"{where}, set '{name}'"
     if not isinstance(values, dict):
         raise UserError(f"{where} is not a table: write `[sets.{name}]` with {EXAMPLE}.")
@@ -131,7 +136,7 @@ def _study_set(name: str, values: Any, folder: Path, where: str) -> StudySet:
         name=name,
         candidates=candidates,
         data=str(_from(folder, data)) if data else "",
-        overrides=_overrides(values.get("overrides", []), where),
+        overrides=every + _overrides(values.get("overrides", []), where),
         published={k: float(v) for k, v in published.items()},
     )
 

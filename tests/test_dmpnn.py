@@ -113,13 +113,15 @@ def test_graphs_are_featurized_once_and_kept_in_memory_and_on_disk(data_dir, mon
     graph_cache._MEMORY.clear()
     from_disk = small_task(log=said.append)[2]
     assert sum("featurizing 42 molecules" in line for line in said) == 1
-    assert isinstance(from_disk.train.graphs.V, numpy.memmap)  # the ranks of a machine share the page cache
+    assert isinstance(
+        from_disk.train.graphs.parts[0].atom_codes, numpy.memmap
+    )  # the ranks of a machine share the page cache
     blocked = data_dir / "blocked"
     blocked.write_text("a file where the cache's folder would go")
     monkeypatch.setenv("DDPX_DATA_DIR", str(blocked))  # the cache cannot be written: the graphs stay in memory
     rng = random.Random(5)
     fresh = graph_cache.cached_graphs([valid_molecule(rng, True) for _ in range(5)], log=said.append)
-    assert fresh.parsed.all() and not isinstance(fresh.V, numpy.memmap)
+    assert fresh.parsed.all() and not isinstance(fresh.parts[0].atom_codes, numpy.memmap)
 
 
 def test_batches_train_and_score_the_same_however_they_are_cut(data_dir):

@@ -46,7 +46,9 @@ def build_smiles_data(
     if request.inputs == "molecule_graph":
         from ddpx.plugins.smiles.graphs import graph_task_data
 
-        return graph_task_data(table.smiles, splits, labels, info, source, request.log, p["molecule_features"])
+        return graph_task_data(
+            table.smiles, splits, labels, info, source, request.log, p["molecule_features"], request=request
+        )
     if request.inputs == "molecule_features":
         from ddpx.plugins.smiles.vectors import vector_task_data
 

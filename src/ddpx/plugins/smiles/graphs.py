@@ -1,7 +1,7 @@
 """The SMILES tasks' splits as molecular graphs, for a model that asks for ``"molecule_graph"``.
 
 Each split is a dataset of ``(graph, label)`` items: the graph is Chemprop's ``MolGraph`` of the
-molecule (:mod:`ddpx.plugins.smiles.graph_cache`: featurized once per process and cached), the
+molecule (:mod:`ddpx.plugins.smiles.graph_cache`: featurized once, shared out over the ranks, and stored compactly), the
 label a float, or a float tensor of the labels with NaN for a missing cell. :func:`collate_graphs`
 batches them into Chemprop's ``BatchMolGraph`` and a label tensor ``(B,)`` or ``(B, L)``; the
 trainer moves the batched graph to the device through its ``to`` method. The split is the one
@@ -19,7 +19,8 @@ import torch
 from torch.utils.data import Dataset
 
 from ddpx.api import TaskData
-from ddpx.plugins.smiles.graph_cache import FEATURIZER, PackedGraphs, cached_graphs, featurize
+from ddpx.plugins.smiles.graph_cache import FEATURIZER, cached_graphs, featurize
+from ddpx.plugins.smiles.graph_store import GraphStore
 from ddpx.plugins.smiles.molecule_features import (
     SCALER_KEY,
     cached_molecule_features,
@@ -41,7 +42,7 @@ class GraphDataset(Dataset):
     """Molecules ``rows`` of a table's packed graphs, with their labels (and, given
     ``features``, each molecule's row of them beside its graph)."""
 
-    def __init__(self, graphs: PackedGraphs, rows: Sequence[int], labels: Sequence[Any], features=None):
+    def __init__(self, graphs: GraphStore, rows: Sequence[int], labels: Sequence[Any], features=None):
         self.graphs = graphs
         self.rows = [int(r) for r in rows]
         self.labels = torch.tensor(list(labels), dtype=torch.float32)
@@ -77,14 +78,17 @@ def graph_task_data(
     source: str,
     log: Callable[[str], None],
     molecule_features: str = NO_FEATURES,
+    request: Any = None,
 ) -> TaskData:
     """The splits (row indices into ``smiles``, with their ``labels``) as molecular graphs, with
-    ``molecule_features`` beside them unless it is "none".
+    ``molecule_features`` beside them unless it is "none"; given the rank's ``request``, the ranks
+    share the featurizing out.
 
     ``info`` keeps its keys and gains ``inputs`` ("molecule_graph"), ``featurizer`` and the atom
     and bond feature widths the model is built for (and ``molecule_features`` with the training
     split's feature scaler)."""
-    graphs = cached_graphs(smiles, log)
+    share = {"rank": request.rank, "world_size": request.world_size, "barrier": request.barrier} if request else {}
+    graphs = cached_graphs(smiles, log, **share)
     features = None if molecule_features == NO_FEATURES else cached_molecule_features(smiles, molecule_features, log)
     kept = parsed_splits(
         splits,

@@ -1,8 +1,11 @@
 """Reading a MoleculeNet-style CSV (or ``.csv.gz``): one SMILES column and one or several binary
 label columns.
 
-Robust to real files: a UTF-8 byte-order mark, CRLF line endings, quoted fields containing
-commas, blank lines. Bad rows — an empty SMILES, a label that is not 0/1, characters the
+Robust to real files as spreadsheets write them: comma, semicolon or tab between fields (found
+by reading the file), a UTF-8 byte-order mark, CRLF line endings, quoted fields containing
+commas, blank lines. Class labels may be 0/1 or two words per column (``yes``/``no``,
+``active``/``inactive``, ``true``/``false``, or any two strings: the second in alphabetical
+order is class 1 unless the words say otherwise); the words are kept so predictions answer in them. Bad rows — an empty SMILES, a label that is not 0/1, characters the
 tokenizer cannot represent — are counted and reported with their line numbers, then skipped
 (or, with ``strict``, refused). With several label columns (Tox21, SIDER, ClinTox) an empty or
 ``NaN`` cell is a missing label (``nan`` in the table), as MoleculeNet publishes them; a row
@@ -14,13 +17,13 @@ from __future__ import annotations
 
 import csv
 import gzip
-import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddpx.api import UserError, did_you_mean, listed
+from ddpx.plugins.smiles.csv_format import MISSING, delimiter_of, label_words, number, open_table
 from ddpx.plugins.smiles.tokenizer import tokenize
 
 SHOWN_ROWS = 5
@@ -37,6 +40,7 @@ class SmilesTable:
     skipped: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     numbers_not_binary: list[int] = field(default_factory=list)  # lines whose 0/1 label is another number
     regression: bool = False
+    label_words: dict[str, list[str]] = field(default_factory=dict)  # column -> [class 0's word, class 1's]
 
     def skipped_report(self) -> str:
         parts = []
@@ -46,32 +50,30 @@ class SmilesTable:
         return "; ".join(parts)
 
 
-def _number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
 def _label(text: str) -> int | None:
-    value = _number(text)
+    value = number(text)
     return int(value) if value in (0.0, 1.0) else None
 
 
-MISSING = ("", "nan")
-
-
-def _labels(row: dict, columns: Sequence[str], regression: bool) -> tuple[object, str | None]:
-    """The row's label (one column) or labels (several: nan where missing), or why they are bad."""
+def _labels(
+    row: dict, columns: Sequence[str], regression: bool, words: dict[str, dict[str, int]]
+) -> tuple[object, str | None]:
+    """The row's label (one column) or labels (several: nan where missing), or why they are bad;
+    ``words`` maps a column's two words (lower case) to 0 and 1."""
     texts = [(row.get(column) or "").strip() for column in columns]
-    read, kind = (_number, "a target that is not a number") if regression else (_label, "a label that is not 0/1")
+    kind = "a target that is not a number" if regression else "a label that is not 0/1"
+
+    def read(text: str, column: str):
+        if regression:
+            return number(text)
+        return words[column].get(text.lower()) if column in words else _label(text)
+
     if len(columns) == 1:
-        label = read(texts[0])
+        label = read(texts[0], columns[0])
         return label, None if label is not None else f"{kind} in '{columns[0]}'"
     values = []
     for column, text in zip(columns, texts):
-        label = float("nan") if text.lower() in MISSING else read(text)
+        label = float("nan") if text.lower() in MISSING else read(text, column)
         if label is None:
             return None, f"{kind} or empty in '{column}'"
         values.append(float(label))
@@ -96,12 +98,6 @@ def _check(
     if tokens is None:
         return "characters the SMILES tokenizer cannot represent", None
     return None, tokens
-
-
-def _open(path: Path):
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
-    return path.open("r", encoding="utf-8-sig", newline="")
 
 
 def _check_header(path: Path, header: Sequence[str] | None, smiles_column: str, label_columns: Sequence[str]) -> None:
@@ -139,20 +135,24 @@ def read_smiles_csv(
     ``regression``: the label columns hold numbers (targets), not 0/1."""
     label_columns = [label_columns] if isinstance(label_columns, str) else list(label_columns)
     try:
-        handle = _open(path)
+        handle = open_table(path)
     except IsADirectoryError:
         raise UserError(f"dataset file '{path}' is a folder; set dataset.path to the CSV file.") from None
     table = SmilesTable(label_names=list(label_columns), regression=regression)
     try:
         with handle:
-            reader = csv.DictReader(handle)
+            delimiter = delimiter_of(handle, smiles_column)
+            reader = csv.DictReader(handle, delimiter=delimiter)
             _check_header(path, reader.fieldnames, smiles_column, label_columns)
+            if not regression:
+                table.label_words = label_words(path, delimiter, label_columns)
+            codes = {c: {w.lower(): i for i, w in enumerate(words)} for c, words in table.label_words.items()}
             for row in reader:
                 line = reader.line_num
                 smiles = (row.get(smiles_column) or "").strip()
                 if not any((value or "").strip() for value in row.values() if isinstance(value, str)):
                     continue  # a blank line, or one made of separators only
-                label, problem = _labels(row, label_columns, regression)
+                label, problem = _labels(row, label_columns, regression, codes)
                 if problem and not regression and _other_numbers(row, label_columns):
                     table.numbers_not_binary.append(line)
                 reason, tokens = _check(smiles, problem, canonical)
@@ -181,7 +181,7 @@ def read_smiles_csv(
 
 def _other_numbers(row: dict, columns: Sequence[str]) -> bool:
     """A label cell holds a number other than 0 and 1 (a measurement, in a regression file)."""
-    return any(_number((row.get(c) or "").strip()) not in (None, 0.0, 1.0) for c in columns)
+    return any(number((row.get(c) or "").strip()) not in (None, 0.0, 1.0) for c in columns)
 
 
 def check_label_columns(path: Path, table: SmilesTable) -> None:

@@ -41,6 +41,8 @@ def build_smiles_data(
         "labels": table.label_names,
         "task_type": "regression" if regression else "classification",
     }
+    if table.label_words:
+        info["label_words"] = table.label_words  # predictions answer in the file's words
     labels = split_labels(table, splits, info)
     source = str(path.resolve())
     if request.inputs == "molecule_graph":
@@ -61,6 +63,8 @@ def read_table(path: Path, p: Mapping[str, Any], regression: bool, log: Callable
     table = read_smiles_csv(
         path, p["smiles_column"], label_columns(p), strict=p["strict"], canonical=canonical, regression=regression
     )
+    for column, (negative, positive) in table.label_words.items():
+        log(f"the labels of '{column}' are words: '{negative}' is class 0, '{positive}' class 1")
     if table.skipped:
         count = sum(len(lines) for lines in table.skipped.values())
         log(

@@ -67,7 +67,9 @@ EXAMPLE_SMILES = ["CCO", "c1ccccc1N", "CC(=O)Oc1ccccc1C(=O)O"]
 
 def predict_table(model: torch.nn.Module, info, table):
     """For every row's ``smiles``: a ``probability`` of label 1 (``probability_<label>`` for each of
-    several labels), or for a regression model a ``prediction`` (``prediction_<target>``)."""
+    several labels), or for a regression model a ``prediction`` (``prediction_<target>``). Where the
+    training file wrote a label's classes as words, ``predicted`` (``predicted_<label>``) answers in
+    them (class 1's word from a probability of 0.5 up)."""
     if SMILES_COLUMN not in getattr(table, "columns", ()):
         columns = ", ".join(map(str, getattr(table, "columns", []))) or "none"
         raise UserError(
@@ -80,11 +82,14 @@ def predict_table(model: torch.nn.Module, info, table):
     values = (outputs if regression else torch.sigmoid(outputs.double())).tolist()  # float64: see predict_proba
     column = "prediction" if regression else "probability"
     labels = info.get("labels") or []
-    if len(labels) > 1:  # one column per label
-        for j, name in enumerate(labels):
-            out[f"{column}_{name}"] = [row[j] for row in values]
-    else:
-        out[column] = values
+    words = info.get("label_words") or {}
+    several = len(labels) > 1
+    for j, name in enumerate(labels or [""]):
+        suffix = f"_{name}" if several else ""
+        scores = [row[j] for row in values] if several else values
+        out[f"{column}{suffix}"] = scores
+        if name in words:
+            out[f"predicted{suffix}"] = [words[name][int(p >= 0.5)] for p in scores]
     return out
 
 

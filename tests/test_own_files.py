@@ -81,10 +81,18 @@ def test_a_word_labelled_semicolon_file_trains_like_the_comma_file_and_predicts_
         heldout.append(json.loads((result.run_dirs()[0] / "summary.json").read_text())["heldout"])
     assert heldout[0] == heldout[1]  # the same molecules, the same labels, the same run
     new = tmp_path / "new.csv"
-    new.write_text("smiles\nCCOCl\nc1ccccc1O\n")
+    new.write_text('smiles\nCCOCl\n""\nC\u20acC\nc1ccccc1O\n', encoding="utf-8")  # an empty cell, a euro sign
     out = tmp_path / "predictions.csv"
     model = (tmp_path / "words").glob("ddpx-runs/*/model")
     result = ddpx_here("predict", str(next(model)), str(new), "--output", str(out))
     assert result.returncode == 0, result.output
-    rows = list(csv.DictReader(out.open()))
-    assert [r["predicted"] for r in rows] == ["yes" if float(r["probability"]) >= 0.5 else "no" for r in rows]
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    answered = [rows[0], rows[3]]  # a screening file: the readable rows answered, the others marked
+    assert [r["predicted"] for r in answered] == ["yes" if float(r["probability"]) >= 0.5 else "no" for r in answered]
+    assert [r["problem"] for r in rows] == [
+        "",
+        "an empty SMILES",
+        "characters the SMILES tokenizer cannot represent",
+        "",
+    ]
+    assert rows[1]["probability"] == rows[2]["probability"] == "" and rows[1]["predicted"] == ""

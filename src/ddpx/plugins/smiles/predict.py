@@ -69,7 +69,9 @@ def predict_table(model: torch.nn.Module, info, table):
     """For every row's ``smiles``: a ``probability`` of label 1 (``probability_<label>`` for each of
     several labels), or for a regression model a ``prediction`` (``prediction_<target>``). Where the
     training file wrote a label's classes as words, ``predicted`` (``predicted_<label>``) answers in
-    them (class 1's word from a probability of 0.5 up)."""
+    them (class 1's word from a probability of 0.5 up). A row the model cannot read (a SMILES RDKit
+    cannot parse, for a graph or features model; one the tokenizer cannot represent) is left
+    unanswered, and a ``problem`` column says why; the other rows are answered."""
     if SMILES_COLUMN not in getattr(table, "columns", ()):
         columns = ", ".join(map(str, getattr(table, "columns", []))) or "none"
         raise UserError(
@@ -77,20 +79,47 @@ def predict_table(model: torch.nn.Module, info, table):
             "Give a table (a CSV) with one SMILES string per row in a column named 'smiles'."
         )
     out = table[[SMILES_COLUMN]].copy()
-    outputs = model_outputs(model.eval(), info, [str(s) for s in table[SMILES_COLUMN]])
+    smiles = ["" if s != s or s is None else str(s) for s in table[SMILES_COLUMN]]  # an empty cell reads NaN
+    problems = [unreadable(info, s) for s in smiles]
+    kept = [i for i, problem in enumerate(problems) if not problem]
     regression = info.get("task_type") == "regression"
-    values = (outputs if regression else torch.sigmoid(outputs.double())).tolist()  # float64: see predict_proba
-    column = "prediction" if regression else "probability"
-    labels = info.get("labels") or []
-    words = info.get("label_words") or {}
+    answered = []
+    if kept:
+        outputs = model_outputs(model.eval(), info, [smiles[i] for i in kept])
+        answered = (outputs if regression else torch.sigmoid(outputs.double())).tolist()  # float64: predict_proba
+    labels = info.get("labels") or [""]
+    values: list = [[float("nan")] * len(labels) if len(labels) > 1 else float("nan")] * len(smiles)
+    for i, value in zip(kept, answered):
+        values[i] = value
+    _answer_columns(out, values, labels, info.get("label_words") or {}, "prediction" if regression else "probability")
+    if len(kept) < len(smiles):
+        out["problem"] = problems
+    return out
+
+
+def _answer_columns(out, values: list, labels: list[str], words: dict, column: str) -> None:
     several = len(labels) > 1
-    for j, name in enumerate(labels or [""]):
+    for j, name in enumerate(labels):
         suffix = f"_{name}" if several else ""
         scores = [row[j] for row in values] if several else values
         out[f"{column}{suffix}"] = scores
         if name in words:
-            out[f"predicted{suffix}"] = [words[name][int(p >= 0.5)] for p in scores]
-    return out
+            out[f"predicted{suffix}"] = ["" if p != p else words[name][int(p >= 0.5)] for p in scores]
+
+
+def unreadable(info, smiles: str) -> str:
+    """Why the model cannot read ``smiles`` ("" when it can)."""
+    if not smiles.strip():
+        return "an empty SMILES"
+    if info.get("inputs") in ("molecule_graph", "molecule_features"):
+        from chemprop.utils import make_mol
+
+        try:
+            make_mol(smiles)
+        except (RuntimeError, ValueError):
+            return "RDKit cannot parse this SMILES"
+        return ""
+    return "" if tokenize(smiles) else "characters the SMILES tokenizer cannot represent"
 
 
 @torch.no_grad()

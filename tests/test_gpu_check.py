@@ -1,4 +1,4 @@
-"""``benchmarks/gpu_check.py --dry``: every check of the GPU script runs its code paths on the CPU,
+"""``benchmarks/gpu_check/run.py --dry``: every check of the GPU script runs its code paths on the CPU,
 so the script that checks ddpx's GPU claims keeps working between GPU sessions."""
 
 import re
@@ -10,7 +10,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # starts ranks
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "gpu_check.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "gpu_check" / "run.py"
 ROWS = [
     "auto backend: one device per rank",
     "synthetic MLP, 1 rank: GPU against CPU",

@@ -161,16 +161,7 @@ def test_the_circle_check_catches_a_circle(tmp_path):
 
 
 def test_modules_and_functions_stay_short():
-    long = []
-    for path in SRC.rglob("*.py"):
-        text = path.read_text(encoding="utf-8")
-        if len(text.splitlines()) > MAX_MODULE_LINES:
-            long.append(f"{path.relative_to(ROOT)}: {len(text.splitlines())} lines")
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                length = node.end_lineno - node.lineno + 1
-                if length > MAX_FUNCTION_LINES:
-                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {length} lines")
+    long = too_long(SRC)
     assert not long, f"over {MAX_MODULE_LINES} lines a module or {MAX_FUNCTION_LINES} a function:\n" + "\n".join(long)
 
 
@@ -182,3 +173,26 @@ def test_the_public_api_is_cheap_and_complete():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[] []"
+
+
+def too_long(folder: Path) -> list[str]:
+    """Every module under ``folder`` over ``MAX_MODULE_LINES`` lines and every function over
+    ``MAX_FUNCTION_LINES``, each with its length."""
+    long = []
+    for path in sorted(folder.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            long.append(f"{path.relative_to(ROOT)}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {length} lines")
+    return long
+
+
+def test_benchmarks_keep_the_cores_limits():
+    """The benchmarks are held to the core's limits: each one a folder of short modules
+    (``benchmarks/README.md``)."""
+    long = too_long(ROOT / "benchmarks")
+    assert not long, f"over {MAX_MODULE_LINES} lines a module or {MAX_FUNCTION_LINES} a function:\n" + "\n".join(long)

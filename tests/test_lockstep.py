@@ -1,4 +1,4 @@
-"""``benchmarks/lockstep.py``: two processes take turns epoch by epoch (``vs_chemprop.py --lockstep``).
+"""``benchmarks/vs_chemprop/lockstep.py``: two processes take turns epoch by epoch (``run.py --lockstep``).
 
 The turns are real named pipes between real processes: two Python processes that note when each of
 their "epochs" ran, and a real one-rank ddpx job (the plugin loaded through ``DDPX_PLUGINS``) taking
@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
+ROOT = Path(__file__).resolve().parent.parent  # on sys.path: `benchmarks` importable
+sys.path.insert(0, str(ROOT))
 
-from lockstep import LOCKSTEP_ENV, Turns, make_pipes  # noqa: E402
+from benchmarks.vs_chemprop.lockstep import LOCKSTEP_ENV, Turns, make_pipes  # noqa: E402
 
 TAKER = """
 import json, sys, time
-sys.path.insert(0, {benchmarks!r})
-from lockstep import turns_from_env
+sys.path.insert(0, {root!r})
+from benchmarks.vs_chemprop.lockstep import turns_from_env
 turns, spans = turns_from_env(), []
 time.sleep({delay})  # setting up: the first must not start before the second is ready
 turns.start()
@@ -37,7 +37,7 @@ print(json.dumps(spans))
 
 def start_taker(pipes, name, other, role, delay):
     env = {**os.environ, LOCKSTEP_ENV: f"{pipes[name]}:{pipes[other]}:{role}"}
-    code = TAKER.format(benchmarks=str(BENCHMARKS), delay=delay)
+    code = TAKER.format(root=str(ROOT), delay=delay)
     return subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
 
 
@@ -69,8 +69,8 @@ def test_a_one_rank_ddpx_job_is_blocked_while_the_other_process_has_its_turn(tmp
     env = {
         **os.environ,
         LOCKSTEP_ENV: f"{pipes['ddpx']}:{pipes['test']}:first",
-        "DDPX_PLUGINS": "lockstep",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(BENCHMARKS), os.environ.get("PYTHONPATH")])),
+        "DDPX_PLUGINS": "benchmarks.vs_chemprop.lockstep",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
     job = subprocess.Popen(
         [

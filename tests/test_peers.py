@@ -1,4 +1,4 @@
-"""``benchmarks/peers.py --dry``: ddpx, Lightning's Trainer, Accelerate and the plain DDP loop each
+"""``benchmarks/peers/run.py --dry``: ddpx, Lightning's Trainer, Accelerate and the plain DDP loop each
 train the same tiny work on 2 real ranks and report a full row, so the side-by-side script keeps
 working between measurements."""
 
@@ -10,7 +10,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # starts ranks
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "peers.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "peers" / "run.py"
 
 
 def test_the_dry_run_trains_every_peer_on_two_ranks_and_reports_each():

@@ -1,10 +1,10 @@
-"""``benchmarks/moleculenet_quality.py --best-of``: the model a user would pick per set is the one
+"""``benchmarks/moleculenet_quality/run.py --best-of``: the model a user would pick per set is the one
 with the better mean *dev* metric, in the metric's direction, never the better held-out value."""
 
 from __future__ import annotations
 
 import csv
-import importlib.util
+import importlib
 import json
 import math
 import os
@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from sklearn.metrics import roc_auc_score
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "moleculenet_quality.py"
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "moleculenet_quality" / "run.py"
 
 
 def seed_rows(set_name: str, recipe: str, metric: str, greater: bool, pairs, overrides=()) -> list[dict]:
@@ -73,10 +74,10 @@ def test_the_better_dev_mean_chooses_in_the_metrics_direction(tmp_path):
 
 
 def quality_module():
-    spec = importlib.util.spec_from_file_location("moleculenet_quality", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The benchmark's predictions module (its held-out predictions read, scored and ensembled)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    return importlib.import_module("benchmarks.moleculenet_quality.predictions")
 
 
 def predictions_file(path: Path, header: list[str], rows: list[list]) -> Path:
@@ -183,8 +184,8 @@ def test_the_tables_name_the_cpu_kernels_the_ranks_inherit():
     """The header of every table names torch's CPU kernel set, read under the environment the
     ranks inherit: ATEN_CPU_CAPABILITY, which changes a seed's digits, changes it."""
     code = (
-        f"import importlib.util; spec = importlib.util.spec_from_file_location('q', {str(SCRIPT)!r}); "
-        "q = importlib.util.module_from_spec(spec); spec.loader.exec_module(q); print(q.arithmetic_text())"
+        f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
+        "from benchmarks.moleculenet_quality.seeds import arithmetic_text; print(arithmetic_text())"
     )
     plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert plain.startswith("torch 2.") and ", CPU kernels " in plain

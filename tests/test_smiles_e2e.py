@@ -112,7 +112,7 @@ def test_scaffold_split_canonical_and_enumerated_smiles_in_length_buckets_score_
 @needs_bbbp
 def test_real_bbbp_reaches_a_roc_auc_a_broken_pipeline_cannot(run_ddpx):
     # the pipeline on the real file with a one-layer model (held-out ROC-AUC about 0.93 after 3
-    # epochs); the recipe's own model and numbers are measured by benchmarks/moleculenet_quality.py
+    # epochs); the recipe's own model and numbers are measured by benchmarks/moleculenet_quality/run.py
     result = run_ddpx(
         "recipe",
         "bbbp_rnn",

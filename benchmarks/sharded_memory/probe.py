@@ -1,4 +1,5 @@
-"""A ddpx plugin for the sharded-memory benchmark: each rank's peak memory while it trains.
+"""The sharded-memory benchmark's probe, a ddpx plugin (``DDPX_PLUGINS=benchmarks.sharded_memory.probe``):
+each rank's peak memory while it trains.
 
 At ``ddpx_fit_start`` (model built and wrapped, nothing trained yet) a rank resets its peak —
 ``torch.cuda.reset_peak_memory_stats`` on a GPU, the kernel's resident-set high-water mark on a

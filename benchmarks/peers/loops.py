@@ -1,8 +1,8 @@
-"""The peers ``benchmarks/peers.py`` sets ddpx beside: the ``mlp_synthetic`` recipe's model, data,
+"""The peers ``benchmarks/peers/run.py`` sets ddpx beside: the ``mlp_synthetic`` recipe's model, data,
 batch, optimizer and seeds trained by a plain DDP loop, by Lightning's Trainer (DDP strategy) and
 by Accelerate, each started by torchrun the way its users start it on one machine:
 
-    python -m torch.distributed.run --standalone --nproc-per-node 2 benchmarks/peers_loops.py \\
+    python -m torch.distributed.run --standalone --nproc-per-node 2 benchmarks/peers/loops.py \\
         --framework lightning --epochs 3 --out lightning.json
 
 Every variant trains the same epochs, evaluates the dev split after each one (accuracy; Lightning
@@ -11,16 +11,15 @@ split at the end, on every rank over the whole split (2 000 samples), so the hel
 exact. Each rank writes ``<out>.rank-N.json``: the wall-clock time its first training step starts,
 each epoch's training seconds (first batch to last optimizer step) and whole seconds (with the dev
 evaluation), its peak memory (the GPU's allocator peak, or the process's resident-set high-water
-mark on a CPU) and the held-out accuracy.
+mark on a CPU) and the held-out accuracy (:class:`~benchmarks.peers.record.Record`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
-import time
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -31,57 +30,10 @@ from torch.utils.data import DataLoader
 from ddpx.plugins.mlp_synthetic.data import make_splits
 from ddpx.plugins.mlp_synthetic.model import MLP
 
-RECIPE = {
-    "train_size": 10000,
-    "dev_size": 2000,
-    "heldout_size": 2000,
-    "dim_in": 1024,
-    "n_classes": 32,
-    "class_sep": 0.4,
-    "label_noise": 0.03,
-}
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run by path: `benchmarks` importable
 
-
-class Record:
-    """What one rank notes: first step, epoch times, peak memory, held-out accuracy."""
-
-    def __init__(self, device: torch.device):
-        self.device, self.first_step, self.epochs, self._start = device, None, [], 0.0
-
-    def epoch_start(self) -> None:
-        if self.first_step is None:
-            self.first_step = time.time()
-        self._start = time.perf_counter()
-
-    def train_end(self) -> None:
-        self.sync()
-        self.epochs.append({"train_s": time.perf_counter() - self._start})
-
-    def epoch_end(self, dev_accuracy: float) -> None:
-        self.epochs[-1].update(epoch_s=time.perf_counter() - self._start, dev_accuracy=dev_accuracy)
-
-    def sync(self) -> None:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-
-    def write(self, out: Path, rank: int, heldout: float) -> None:
-        record = {
-            "rank": rank,
-            "first_step": self.first_step,
-            "epochs": self.epochs,
-            "heldout_accuracy": heldout,
-            "peak_mb": peak_mb(self.device),
-        }
-        Path(f"{out}.rank-{rank}.json").write_text(json.dumps(record))
-
-
-def peak_mb(device: torch.device) -> float:
-    if device.type == "cuda":
-        return torch.cuda.max_memory_allocated(device) / 2**20
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+from benchmarks.common.plain_ddp_mlp import RECIPE, join_the_group
+from benchmarks.peers.record import Record
 
 
 @torch.no_grad()
@@ -111,7 +63,6 @@ def setup(args) -> tuple:
 
 def plain(args, out: Path) -> None:
     import torch.distributed as dist
-    from plain_ddp_mlp import join_the_group  # beside this file
     from torch.nn.parallel import DistributedDataParallel
     from torch.utils.data.distributed import DistributedSampler
 

@@ -1,6 +1,6 @@
 """Images/s of the vision fast path against torchvision's DataLoader path, and recipe epoch times.
 
-    python benchmarks/vision_throughput.py [--mnist ~/.cache/ddpx/data/MNIST/raw] [--cifar-images 10000] [--workers 2]
+    python benchmarks/vision_throughput/run.py [--mnist ~/.cache/ddpx/data/MNIST/raw] [--cifar-images 10000] [--workers 2]
 
 Part 1 (data path alone, CIFAR-sized images, training augmentation, one process): one pass over
 the same uint8 images through ``DeviceImages.get_batch`` and through a DataLoader of per-sample
@@ -25,13 +25,13 @@ from pathlib import Path
 import torch
 from torch.utils.data import DataLoader
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from image_files import write_cifar10
-
 from ddpx.plugins.vision import CIFAR_MEAN, CIFAR_STD
 from ddpx.plugins.vision.classic_path import TransformedImages, transform_pipeline
 from ddpx.plugins.vision.fast_path import DeviceImages
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run by path: `benchmarks` importable
+
+from benchmarks.common.environment import use_test_file_writers
 
 
 def data_path_rates(n: int, batch: int, workers: int, device: torch.device) -> dict[str, float]:
@@ -92,6 +92,63 @@ def copy_mnist(source: Path, raw: Path) -> None:
             shutil.copyfileobj(src, dst)
 
 
+def print_data_path_rates(args: argparse.Namespace, device: torch.device) -> None:
+    """Part 1: the data path alone."""
+    rates = data_path_rates(n=max(args.cifar_images, 5000), batch=args.batch, workers=args.workers, device=device)
+    print("| data path (CIFAR-sized, crop+flip+normalise) | images/s |")
+    print("| --- | --- |")
+    print(f"| fast path (`dataset.loader=fast`) | {rates['fast']:,.0f} |")
+    print(
+        f"| torchvision DataLoader, {args.workers} workers (`dataset.loader=torchvision`) | {rates['torchvision']:,.0f} |"
+    )
+    print(f"| speed-up | {rates['fast'] / rates['torchvision']:.1f}x |\n")
+
+
+def recipe_epochs(args: argparse.Namespace, tmp: Path) -> list[tuple[str, str, float]]:
+    """Part 2: ``(recipe, loader, epoch seconds)`` of each recipe with each loader."""
+    use_test_file_writers()
+    from image_files import write_cifar10
+
+    rows = []
+    if args.mnist:
+        copy_mnist(args.mnist, tmp / "mnist" / "MNIST" / "raw")
+        for loader in ("fast", "torchvision"):
+            rows.append(
+                (
+                    "mnist_convnet (real MNIST, 54 000 training images)",
+                    loader,
+                    recipe_epoch(
+                        "mnist_convnet",
+                        [
+                            f"dataset.root={tmp / 'mnist'}",
+                            f"dataset.loader={loader}",
+                            f"train.num_workers={0 if loader == 'fast' else 1}",
+                        ],
+                        tmp,
+                    ),
+                )
+            )
+    write_cifar10(tmp / "cifar", n_per_batch=args.cifar_images // 5, n_test=1000)
+    for loader in ("fast", "torchvision"):
+        rows.append(
+            (
+                f"cifar10_resnet18 (generated, {int(args.cifar_images * 0.9):,} training images)",
+                loader,
+                recipe_epoch(
+                    "cifar10_resnet18",
+                    [
+                        f"dataset.root={tmp / 'cifar'}",
+                        "dataset.verify=false",
+                        f"dataset.loader={loader}",
+                        f"train.num_workers={0 if loader == 'fast' else 1}",
+                    ],
+                    tmp,
+                ),
+            )
+        )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mnist", type=Path, help="folder with the four MNIST *-ubyte files (plain or .gz)")
@@ -104,55 +161,9 @@ def main() -> None:
         torch.cuda.get_device_name() if device.type == "cuda" else f"{platform.processor() or platform.machine()} CPU"
     )
     print(f"machine: {name}, {torch.get_num_threads()} threads, torch {torch.__version__}\n")
-
-    rates = data_path_rates(n=max(args.cifar_images, 5000), batch=args.batch, workers=args.workers, device=device)
-    print("| data path (CIFAR-sized, crop+flip+normalise) | images/s |")
-    print("| --- | --- |")
-    print(f"| fast path (`dataset.loader=fast`) | {rates['fast']:,.0f} |")
-    print(
-        f"| torchvision DataLoader, {args.workers} workers (`dataset.loader=torchvision`) | {rates['torchvision']:,.0f} |"
-    )
-    print(f"| speed-up | {rates['fast'] / rates['torchvision']:.1f}x |\n")
-
+    print_data_path_rates(args, device)
     with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        rows = []
-        if args.mnist:
-            copy_mnist(args.mnist, tmp / "mnist" / "MNIST" / "raw")
-            for loader in ("fast", "torchvision"):
-                rows.append(
-                    (
-                        "mnist_convnet (real MNIST, 54 000 training images)",
-                        loader,
-                        recipe_epoch(
-                            "mnist_convnet",
-                            [
-                                f"dataset.root={tmp / 'mnist'}",
-                                f"dataset.loader={loader}",
-                                f"train.num_workers={0 if loader == 'fast' else 1}",
-                            ],
-                            tmp,
-                        ),
-                    )
-                )
-        write_cifar10(tmp / "cifar", n_per_batch=args.cifar_images // 5, n_test=1000)
-        for loader in ("fast", "torchvision"):
-            rows.append(
-                (
-                    f"cifar10_resnet18 (generated, {int(args.cifar_images * 0.9):,} training images)",
-                    loader,
-                    recipe_epoch(
-                        "cifar10_resnet18",
-                        [
-                            f"dataset.root={tmp / 'cifar'}",
-                            "dataset.verify=false",
-                            f"dataset.loader={loader}",
-                            f"train.num_workers={0 if loader == 'fast' else 1}",
-                        ],
-                        tmp,
-                    ),
-                )
-            )
+        rows = recipe_epochs(args, Path(tmp))
     print("| recipe, 2 ranks, 1 epoch | loader | epoch time (s) |")
     print("| --- | --- | --- |")
     for recipe, loader, seconds in rows:

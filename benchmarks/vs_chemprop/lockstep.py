@@ -1,4 +1,4 @@
-"""Two training processes on one machine taking turns epoch by epoch (``vs_chemprop.py --lockstep``).
+"""Two training processes on one machine taking turns epoch by epoch (``run.py --lockstep``).
 
 Two runs of a benchmark pair measured one after the other see the machine in different states: on
 a shared virtual machine the speed drifts by tens of percent within minutes. Started together and
@@ -12,10 +12,10 @@ to the other's. Before the first epoch the second process says it is ready (``R`
 first starts only then, so neither's first epoch shares the machine with the other's imports and
 featurization. ``D`` says the writer has finished: from then on the reader never waits.
 
-- In a ddpx rank, the plugin hooks below (loaded through ``DDPX_PLUGINS=lockstep`` with this
-  folder on ``PYTHONPATH``): start before the first epoch, give the turn after each epoch's dev
+- In a ddpx rank, the plugin hooks below (loaded through ``DDPX_PLUGINS=benchmarks.vs_chemprop.lockstep``
+  with the repository root on ``PYTHONPATH``): start before the first epoch, give the turn after each epoch's dev
   evaluation (``ddpx_epoch_end``; the next epoch's clock starts after it), finish at the end.
-- In Chemprop's Lightning loop, ``vs_chemprop.py``'s epoch clock calls the same :class:`Turns`.
+- In Chemprop's Lightning loop, ``clocked_chemprop.py``'s epoch clock calls the same :class:`Turns`.
 
 ``LOCKSTEP_ENV`` holds ``<own pipe>:<other's pipe>:first|second``; without it the hooks do nothing.
 Only a run of one process takes turns (a rank of a larger world would block its peers' collectives).

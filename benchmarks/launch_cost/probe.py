@@ -1,5 +1,6 @@
-"""A ddpx plugin for the launch-cost benchmark: rank 0 writes the wall-clock time at which
-training is about to take its first step (``ddpx_fit_start``) to ``$DDPX_BENCH_STAMP``."""
+"""The launch-cost benchmark's probe, a ddpx plugin (``DDPX_PLUGINS=benchmarks.launch_cost.probe``):
+rank 0 writes the wall-clock time at which training is about to take its first step
+(``ddpx_fit_start``) to ``$DDPX_BENCH_STAMP``."""
 
 import os
 import time

@@ -1,15 +1,15 @@
 """Launch cost: wall time from the command to the first training step, CPU time, and CLI start-up.
 
-    python benchmarks/launch_cost.py [--repeats 5] [--nproc 2]
+    python benchmarks/launch_cost/run.py [--repeats 5] [--nproc 2]
 
 Side by side in this one run, each repeated and reported as the median:
 
 - ``ddpx recipe mlp_synthetic`` with ``--launcher spawn`` and ``--launcher torchrun``: from
   starting the command to rank 0 entering the training loop (stamped by the
-  ``benchmarks/first_step_stamp.py`` plugin in ``ddpx_fit_start``: data built, model wrapped),
+  ``benchmarks/launch_cost/probe.py`` plugin in ``ddpx_fit_start``: data built, model wrapped),
   and the CPU-seconds the whole job took, every process of it (the machine's busy time around it:
   run it with nothing else running);
-- a bare ``torchrun`` of the plain DDP script (``benchmarks/plain_ddp_mlp.py``) on the same
+- a bare ``torchrun`` of the plain DDP script (``benchmarks/common/plain_ddp_mlp.py``) on the same
   data and model, stamped right before its first step;
 - ``ddpx --help`` and ``ddpx recipes``: start-up to exit.
 
@@ -30,7 +30,10 @@ from pathlib import Path
 
 import torch
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run by path: `benchmarks` importable
+
+from benchmarks.common.environment import PLAIN_DDP_MLP, plugin_env
+
 SMALL = ["dataset.train_size=1200", "dataset.dev_size=200", "dataset.heldout_size=200", "train.max_epochs=1"]
 
 
@@ -56,6 +59,44 @@ def wall(command: list[str]) -> float:
     return time.perf_counter() - start
 
 
+def commands(nproc: int, tmp: Path, stamp: Path) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The commands timed to the first training step, and those timed from start-up to exit."""
+    ddpx = [sys.executable, "-m", "ddpx"]
+    recipe = [
+        *ddpx,
+        "recipe",
+        "mlp_synthetic",
+        "--nproc",
+        str(nproc),
+        "--tracking",
+        "none",
+        "--run-dir",
+        str(tmp / "runs"),
+        *SMALL,
+    ]
+    first_step = {
+        "ddpx recipe, --launcher spawn": [*recipe, "--launcher", "spawn"],
+        "ddpx recipe, --launcher torchrun": [*recipe, "--launcher", "torchrun"],
+        "bare torchrun, plain DDP script": [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            f"--nproc-per-node={nproc}",
+            f"--log-dir={tmp / 'logs'}",
+            str(PLAIN_DDP_MLP),
+            "--epochs",
+            "1",
+            "--train-size",
+            "1200",
+            "--stamp",
+            str(stamp),
+        ],
+    }
+    startup = {"ddpx --help": [*ddpx, "--help"], "ddpx recipes": [*ddpx, "recipes"]}
+    return first_step, startup
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -64,45 +105,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         stamp = Path(tmp) / "stamp"
-        env = dict(
-            os.environ,
-            DDPX_PLUGINS="first_step_stamp",
-            DDPX_BENCH_STAMP=str(stamp),
-            PYTHONPATH=os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
-        )
-        ddpx = [sys.executable, "-m", "ddpx"]
-        recipe = [
-            *ddpx,
-            "recipe",
-            "mlp_synthetic",
-            "--nproc",
-            str(args.nproc),
-            "--tracking",
-            "none",
-            "--run-dir",
-            str(Path(tmp) / "runs"),
-            *SMALL,
-        ]
-        first_step = {
-            "ddpx recipe, --launcher spawn": [*recipe, "--launcher", "spawn"],
-            "ddpx recipe, --launcher torchrun": [*recipe, "--launcher", "torchrun"],
-            "bare torchrun, plain DDP script": [
-                sys.executable,
-                "-m",
-                "torch.distributed.run",
-                "--standalone",
-                f"--nproc-per-node={args.nproc}",
-                f"--log-dir={Path(tmp) / 'logs'}",
-                str(HERE / "plain_ddp_mlp.py"),
-                "--epochs",
-                "1",
-                "--train-size",
-                "1200",
-                "--stamp",
-                str(stamp),
-            ],
-        }
-        startup = {"ddpx --help": [*ddpx, "--help"], "ddpx recipes": [*ddpx, "recipes"]}
+        env = {**os.environ, "DDPX_BENCH_STAMP": str(stamp), **plugin_env("benchmarks.launch_cost.probe")}
+        first_step, startup = commands(args.nproc, Path(tmp), stamp)
         seconds: dict[str, list[float]] = {name: [] for name in [*first_step, *startup]}
         cpu: dict[str, list[float]] = {name: [] for name in first_step}
         for _ in range(args.repeats):  # interleaved, so drift hits every variant alike

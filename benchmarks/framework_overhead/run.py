@@ -1,13 +1,13 @@
 """Framework overhead: ddpx against a plain hand-written DDP loop, and the ``ddp`` wrapper
 against the hand-made ``allreduce`` one — training throughput and loss curve, side by side.
 
-    python benchmarks/framework_overhead.py [--epochs 3] [--rounds 8] [--nproc 2] [--train-size 40000]
-                                            [--backend gloo|nccl] [--wrappers ddp,allreduce]
-                                            [--save rounds.json]
-    python benchmarks/framework_overhead.py --pool rounds.json more-rounds.json
+    python benchmarks/framework_overhead/run.py [--epochs 3] [--rounds 8] [--nproc 2] [--train-size 40000]
+                                                [--backend gloo|nccl] [--wrappers ddp,allreduce]
+                                                [--save rounds.json]
+    python benchmarks/framework_overhead/run.py --pool rounds.json more-rounds.json
 
 Every variant is launched with torchrun on the same machine, same data, model, seeds, batch and
-world size: the plain loop (``benchmarks/plain_ddp_mlp.py``), ``ddpx recipe mlp_synthetic`` with
+world size: the plain loop (``benchmarks/common/plain_ddp_mlp.py``), ``ddpx recipe mlp_synthetic`` with
 ``train.wrapper=ddp`` and with ``train.wrapper=allreduce``. The rounds interleave the variants,
 each round in a rotated order, so that drift in the machine's speed and any advantage of going
 first or last hit all of them alike. Reported: the median training
@@ -37,7 +37,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run by path: `benchmarks` importable
+
+from benchmarks.common.environment import PLAIN_DDP_MLP
 
 
 def run_plain(epochs: int, nproc: int, folder: Path, train_size: int, backend: str) -> list[dict]:
@@ -50,7 +52,7 @@ def run_plain(epochs: int, nproc: int, folder: Path, train_size: int, backend: s
             "--standalone",
             f"--nproc-per-node={nproc}",
             f"--log-dir={folder / 'torchrun-logs'}",
-            str(HERE / "plain_ddp_mlp.py"),
+            str(PLAIN_DDP_MLP),
             "--epochs",
             str(epochs),
             "--train-size",

@@ -1,16 +1,15 @@
-"""A ddpx plugin for ``benchmarks/peers.py``: each rank writes the record the peers write
-(``benchmarks/peers_loops.py``): when its first training step starts (``ddpx_fit_start``: model
+"""The peers benchmark's probe, a ddpx plugin: each rank writes the record the peers write
+(``benchmarks/peers/loops.py``): when its first training step starts (``ddpx_fit_start``: model
 built and wrapped), each epoch's training and whole seconds (from ddpx's own epoch metrics), its
 peak memory and the held-out accuracy, to ``$DDPX_PEERS_OUT.rank-N.json``.
-Loaded with ``DDPX_PLUGINS=peers_probe`` (this folder on ``PYTHONPATH``).
+Loaded with ``DDPX_PLUGINS=benchmarks.peers.probe`` (the repository root on ``PYTHONPATH``).
 """
 
 import os
 import time
 from pathlib import Path
 
-from peers_loops import Record
-
+from benchmarks.peers.record import Record
 from ddpx.api import hookimpl
 
 RECORD: dict = {}

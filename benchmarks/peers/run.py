@@ -1,12 +1,12 @@
 """ddpx beside its peers: the same model, data, batch and world size trained by ddpx, by
 Lightning's Trainer (DDP strategy), by Accelerate and by a plain PyTorch DDP loop, in one run.
 
-    python benchmarks/peers.py [--nproc 2] [--epochs 3] [--rounds 3] [--backend gloo|nccl]
-    python benchmarks/peers.py --dry        # tiny sizes, one round: the code paths, not the numbers
+    python benchmarks/peers/run.py [--nproc 2] [--epochs 3] [--rounds 3] [--backend gloo|nccl]
+    python benchmarks/peers/run.py --dry        # tiny sizes, one round: the code paths, not the numbers
 
 The work is the ``mlp_synthetic`` recipe (4-layer MLP, 1 024 inputs, 32 classes, 10 000 training
 samples, batch 64 per rank, SGD lr 0.1). Every variant is started by torchrun (ddpx with
-``--launcher torchrun --tracking none``; the others from ``benchmarks/peers_loops.py``), the
+``--launcher torchrun --tracking none``; the others from ``benchmarks/peers/loops.py``), the
 rounds interleave the variants in a rotated order, and each reports, as the median over rounds:
 
 - **to first step**: seconds from starting the command to rank 0's first training step;
@@ -34,6 +34,10 @@ import tempfile
 import time
 from datetime import date
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run by path: `benchmarks` importable
+
+from benchmarks.common.environment import plugin_env
 
 HERE = Path(__file__).resolve().parent
 VARIANTS = ["plain", "ddpx", "lightning", "accelerate"]
@@ -74,7 +78,7 @@ def command(variant: str, args: argparse.Namespace, out: Path) -> list[str]:
         "--standalone",
         f"--nproc-per-node={args.nproc}",
         f"--log-dir={out.parent / 'torchrun-logs'}",
-        str(HERE / "peers_loops.py"),
+        str(HERE / "loops.py"),
         "--framework",
         variant,
         "--epochs",
@@ -93,10 +97,9 @@ def run_once(variant: str, args: argparse.Namespace, folder: Path) -> dict:
     out = Path(tempfile.mkdtemp(dir=folder)) / variant
     env = {
         **os.environ,
-        "DDPX_PLUGINS": "peers_probe",
         "DDPX_PEERS_OUT": str(out),
         "DDPX_PEERS_TRAIN_SIZE": str(args.train_size),
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
+        **plugin_env("benchmarks.peers.probe"),
     }
     start = time.time()
     done = subprocess.run(command(variant, args, out), env=env, capture_output=True, text=True)

@@ -1,8 +1,8 @@
-"""A ddpx plugin for ``benchmarks/gpu_check.py``: each rank notes the device it trains on.
+"""The GPU check's probe, a ddpx plugin: each rank notes the device it trains on.
 
-Loaded with ``DDPX_PLUGINS=gpu_check_probe`` (this folder on ``PYTHONPATH``); every rank writes
-``rank-<N>.json`` (rank, local rank, world size, device, the GPU's name) into the folder
-``$DDPX_GPU_CHECK_PROBE`` names, when its fit starts.
+Loaded with ``DDPX_PLUGINS=benchmarks.gpu_check.probe`` (the repository root on ``PYTHONPATH``);
+every rank writes ``rank-<N>.json`` (rank, local rank, world size, device, the GPU's name) into the
+folder ``$DDPX_GPU_CHECK_PROBE`` names, when its fit starts.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Run it with torchrun, the way a PyTorch user would:
 
-    python -m torch.distributed.run --standalone --nproc-per-node 2 benchmarks/plain_ddp_mlp.py --epochs 4 --out plain.json
+    python -m torch.distributed.run --standalone --nproc-per-node 2 benchmarks/common/plain_ddp_mlp.py --epochs 4 --out plain.json
 
 ``--backend nccl`` trains on ``cuda:LOCAL_RANK`` (one GPU per rank), as ddpx does with NCCL.
 
@@ -11,7 +11,8 @@ batch size and thread count as ``ddpx recipe mlp_synthetic``, and no framework: 
 evaluation, checkpoints, tracking or progress bar. It times each epoch's training loop the way
 ddpx does (from the first batch to the last optimizer step) and writes, on rank 0, one JSON
 record per epoch: ``train_loss`` and ``samples_per_s``. ``--stamp FILE`` writes the wall-clock
-time at which the first training step starts (for the launch-cost benchmark).
+time at which the first training step starts (for the launch-cost benchmark). The framework-overhead
+and launch-cost benchmarks run it; the peers benchmark's plain loop joins its group as it does.
 """
 
 from __future__ import annotations

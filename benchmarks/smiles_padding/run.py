@@ -1,8 +1,8 @@
 """Padding and epoch time of the SMILES model with ``train.sampler=distributed`` and
 ``length_bucketed``, side by side in one process, for docs/performance.md.
 
-    python benchmarks/smiles_padding.py --data ~/.cache/ddpx/data/bbbp/BBBP.csv
-    python benchmarks/smiles_padding.py --data HIV.csv --label-column HIV_active --batch-size 128
+    python benchmarks/smiles_padding/run.py --data ~/.cache/ddpx/data/bbbp/BBBP.csv
+    python benchmarks/smiles_padding/run.py --data HIV.csv --label-column HIV_active --batch-size 128
 
 For the training split of the file (the recipe's random split, seed 0) it reports, at world sizes
 1, 2 and 4, the share of the padded batches' tokens that is padding under each sampler; then it

@@ -1,4 +1,4 @@
-"""The plain PyTorch loop ``benchmarks/gpu_check.py`` measures ddpx against: the same ResNet-18
+"""The plain PyTorch loop ``benchmarks/gpu_check/run.py`` measures ddpx against: the same ResNet-18
 (``ddpx.plugins.vision.models.resnet18``, torchvision's), batch, optimizer and precision, and the
 same training batches (the fast path's ``DeviceImages``: CIFAR's uint8 images on the device, random
 crop with padding 4, horizontal flip, normalisation, a shuffled order drawn on the host), one

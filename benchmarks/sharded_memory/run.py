@@ -1,12 +1,12 @@
 """Peak memory per rank and throughput: ``train.wrapper=ddp`` against ``train.wrapper=fsdp``.
 
-    python benchmarks/sharded_memory.py [--worlds 2 4] [--hidden 2048] [--layers 8]
+    python benchmarks/sharded_memory/run.py [--worlds 2 4] [--hidden 2048] [--layers 8]
 
 Side by side in this one run: ``ddpx recipe mlp_synthetic`` with an MLP large enough for the
 difference to show (8 layers of 2048: 27 M parameters, 104 MiB in fp32) and AdamW (two more
 copies of the parameters as optimizer state), one epoch, for each wrapper and world size. Each
 rank's peak while it trains (steps and dev evaluation) is read by the
-``benchmarks/peak_memory_probe.py`` plugin — resident memory on a CPU, allocated memory on a GPU —
+``benchmarks/sharded_memory/probe.py`` plugin — resident memory on a CPU, allocated memory on a GPU —
 and throughput from the run's ``metrics.jsonl``. On a CPU the peak includes the process's
 baseline (the Python interpreter and torch: printed first), which the two wrappers share.
 """
@@ -24,7 +24,9 @@ from pathlib import Path
 
 import torch
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run by path: `benchmarks` importable
+
+from benchmarks.common.environment import plugin_env
 
 
 def baseline_mb() -> float:
@@ -39,12 +41,7 @@ def baseline_mb() -> float:
 def one_job(wrapper: str, world: int, args, tmp: Path) -> dict:
     memory = tmp / f"{wrapper}-{world}"
     memory.mkdir()
-    env = dict(
-        os.environ,
-        DDPX_PLUGINS="peak_memory_probe",
-        DDPX_BENCH_MEMORY=str(memory),
-        PYTHONPATH=os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
-    )
+    env = {**os.environ, "DDPX_BENCH_MEMORY": str(memory), **plugin_env("benchmarks.sharded_memory.probe")}
     command = [
         sys.executable,
         "-m",

@@ -1,0 +1,1 @@
+"""The framework_overhead benchmark: ``python benchmarks/framework_overhead/run.py`` (see its docstring)."""

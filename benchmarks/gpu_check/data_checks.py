@@ -1,0 +1,103 @@
+"""The checks of the data recipes: MNIST to 99 %, the fast image path never waiting for the GPU,
+molecules per second on the GPU against the CPU."""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterator
+
+from benchmarks.common.environment import use_test_file_writers
+from benchmarks.gpu_check.runs import Row, Runs, heldout
+
+
+def mnist(runs: Runs) -> list[Row]:
+    raw = (
+        next((p for p in (runs.data / "mnist", runs.data / "MNIST" / "raw") if p.is_dir()), None) if runs.data else None
+    )
+    if raw is None or runs.dry:
+        return [
+            Row(
+                "MNIST: launch to 99.0 % held-out",
+                "not run",
+                "SKIP",
+                "dry: CPU" if runs.dry else "no MNIST under --data",
+            )
+        ]
+    root = runs.workdir / "mnist"
+    (root / "MNIST" / "raw").mkdir(parents=True, exist_ok=True)
+    for f in raw.iterdir():  # the published files are gzipped; torchvision reads them unpacked
+        unpacked = gzip.decompress(f.read_bytes()) if f.suffix == ".gz" else f.read_bytes()
+        (root / "MNIST" / "raw" / f.name.removesuffix(".gz")).write_bytes(unpacked)
+    for epochs in (1, 2, 3, 5):
+        run = runs.run("mnist_convnet", [f"dataset.root={root}", f"train.max_epochs={epochs}", "train.patience=0"])
+        if heldout(run) >= 0.99:
+            return [
+                Row(
+                    "MNIST: launch to 99.0 % held-out",
+                    f"{run.wall_s:.1f} s",
+                    "PASS",
+                    f"{epochs} epoch(s), held-out {heldout(run):.4f}, mnist_convnet, fast path",
+                )
+            ]
+    return [Row("MNIST: launch to 99.0 % held-out", f"{heldout(run):.4f} after 5 epochs", "FAIL", "")]
+
+
+def fast_path_sync(runs: Runs) -> list[Row]:
+    """The fast image path builds a training batch without waiting for the GPU: with CUDA's
+    sync debug mode set to error, any copy or read that would block the host raises."""
+    import torch
+
+    from ddpx.plugins.vision.fast_path import DeviceImages
+
+    check = "fast image path: a batch without waiting for the GPU"
+    if not runs.gpus:
+        return [Row(check, "not run", "SKIP", "dry: CPU" if runs.dry else "needs a GPU")]
+    device = torch.device("cuda")
+    images = torch.randint(0, 256, (1024, 3, 32, 32), dtype=torch.uint8)
+    data = DeviceImages(
+        images, torch.randint(0, 10, (1024,)), [0.5] * 3, [0.25] * 3, crop_padding=4, flip=True, device=device
+    )
+    data.get_batch(torch.arange(8), device, train=True)  # the normalisation constants' one copy
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for start in range(0, 1024, 256):
+            data.get_batch(torch.arange(start, start + 256), device, train=True)
+    except RuntimeError as exc:
+        return [Row(check, "waits", "FAIL", str(exc).splitlines()[0][:160])]
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    return [Row(check, "no wait in 4 batches", "PASS", "CUDA sync debug mode: error")]
+
+
+def molecules(runs: Runs) -> Iterator[Row]:
+    bbbp = (
+        next((p for p in (runs.data / "bbbp" / "BBBP.csv", runs.data / "BBBP.csv") if p.is_file()), None)
+        if runs.data
+        else None
+    )
+    if bbbp is None:
+        use_test_file_writers()
+        from smiles_files import write_smiles_csv
+
+        bbbp = write_smiles_csv(runs.workdir / "mols.csv", n=200)
+    for recipe in ("bbbp_rnn", "bbbp_dmpnn"):
+        keys = [
+            f"dataset.path={bbbp}",
+            "dataset.split=random",
+            f"train.max_epochs={1 if runs.dry else 2}",
+            "train.patience=0",
+        ]
+        try:
+            here = runs.run(recipe, keys)
+            cpu = runs.on_cpu(recipe, keys)
+        except RuntimeError as exc:
+            yield Row(f"{recipe}: molecules/s", "not run", "SKIP", str(exc)[:120])
+            continue
+        fast, slow = here.epochs[-1]["samples_per_s"], cpu.epochs[-1]["samples_per_s"]
+        yield Row(
+            f"{recipe}: molecules/s",
+            f"{fast:,.0f} vs {slow:,.0f} on 1 CPU rank ({fast / slow:.1f}x)",
+            "PASS",
+            f"{runs.where}; {bbbp.name}",
+        )

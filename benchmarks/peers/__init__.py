@@ -1,0 +1,1 @@
+"""The peers benchmark: ``python benchmarks/peers/run.py`` (see its docstring)."""

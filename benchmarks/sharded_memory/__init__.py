@@ -1,0 +1,1 @@
+"""The sharded_memory benchmark: ``python benchmarks/sharded_memory/run.py`` (see its docstring)."""

@@ -1,0 +1,108 @@
+"""The tables ``run.py`` prints: held-out ROC-AUC and time per run, where a training epoch goes,
+and, for two runs, the pairs seed by seed."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+from datetime import date
+
+from benchmarks.common.provenance import commit
+from benchmarks.vs_chemprop.clocked_chemprop import PHASES
+
+LABELS = {  # the runs --runs can name, as the tables label them
+    "chemprop_loss": "Chemprop `chemprop train` (best epoch: lowest val loss, its default)",
+    "chemprop_roc": "Chemprop `chemprop train --tracking-metric roc` (best epoch: highest val ROC-AUC)",
+    "ddpx1": "ddpx `{recipe}`, 1 rank, batch 64 (best epoch: highest dev ROC-AUC, its default)",
+    "ddpx2": "ddpx `{recipe}`, 2 ranks × batch 32 (best epoch: highest dev ROC-AUC)",
+    "ddpx1_loss": "ddpx `{recipe}`, 1 rank, batch 64, `train.select_by=loss` (best epoch: lowest dev loss)",
+    "ddpx2_loss": "ddpx `{recipe}`, 2 ranks × batch 32, `train.select_by=loss` (best epoch: lowest dev loss)",
+}
+
+
+def summary_row(label: str, results: list[dict]) -> str:
+    values = [r["value"] for r in results]
+    spread = f" ± {statistics.stdev(values):.4f}" if len(values) > 1 else ""
+    per_seed = ", ".join(f"{v:.4f}" for v in values)
+    whole = [r["whole_epoch_s"] for r in results if r["whole_epoch_s"] == r["whole_epoch_s"]]
+    whole_text = f"{statistics.mean(whole):.2f}" if whole else "—"
+    return (
+        f"| {label} | {statistics.mean(values):.4f}{spread} | {per_seed} | "
+        f"{statistics.mean(r['epoch_s'] for r in results):.2f} | {whole_text} | "
+        f"{statistics.mean(r['wall_s'] for r in results):.0f} | {sum(r['wall_s'] for r in results):.0f} |"
+    )
+
+
+def phases_row(label: str, results: list[dict]) -> str:
+    """Where a training epoch goes: each phase's mean over epochs and seeds, then the rest."""
+    means = [statistics.mean(r[phase] for r in results) for phase in PHASES]
+    training = statistics.mean(r["epoch_s"] for r in results)
+    cells = " | ".join(f"{m:.3f}" for m in means)
+    return f"| {label} | {cells} | {training - sum(means):.3f} | {training:.3f} |"
+
+
+def run_order(runs: list[str], turn: int, alternate: bool) -> list[str]:
+    """The order of a seed's runs: as given, or with ``--alternate`` reversed on every other seed."""
+    return runs[::-1] if alternate and turn % 2 else runs
+
+
+def pairs_table(
+    runs: list[str], seeds: list[int], results: dict[str, list[dict]], alternate: bool, lockstep: bool = False
+) -> list[str]:
+    """Seed by seed, the second run's training epoch against the first's (two runs only): with
+    ``--alternate`` half the pairs ran in each order, so drift within a pair cannot favour one side."""
+    first, second = runs
+    lines = [
+        f"| seed | ran first | {first}, s/epoch training | {second} | {second} / {first} |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    ratios = []
+    for turn, seed in enumerate(seeds):
+        a, b = results[first][turn]["epoch_s"], results[second][turn]["epoch_s"]
+        ratios.append(b / a)
+        lines.append(f"| {seed} | {run_order(runs, turn, alternate)[0]} | {a:.2f} | {b:.2f} | {b / a:.3f} |")
+    lines.append(
+        f"\nmedian {second} / {first}: {statistics.median(ratios):.3f} over {len(ratios)} pairs "
+        f"({min(ratios):.3f}–{max(ratios):.3f})"
+    )
+    if lockstep:  # epoch i of one run lies between epochs i and i + 1 of the other: each a pair too
+        by_epoch = [
+            b / a
+            for turn in range(len(seeds))
+            for a, b in zip(results[first][turn]["epochs"], results[second][turn]["epochs"])
+        ]
+        slower = sum(ratio > 1 for ratio in by_epoch)
+        lines.append(
+            f"epoch by epoch (lockstep): median {second} / {first} {statistics.median(by_epoch):.3f} over "
+            f"{len(by_epoch)} pairs of epochs, {second} the longer in {slower}"
+        )
+    return lines
+
+
+def print_tables(
+    args: argparse.Namespace, labels: dict[str, str], results: dict[str, list[dict]], heldout: int
+) -> None:
+    """The header naming the machine, commit and settings, then the tables (``heldout``: the number
+    of held-out molecules)."""
+    print(
+        f"{date.today()}: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "
+        f"commit {commit()}; {args.set} ({args.data.name}), MoleculeNet's scaffold split 80/10/10 as ddpx makes it "
+        f"({heldout} held-out molecules), {args.epochs} epochs, seeds {' '.join(map(str, args.seeds))}\n"
+    )
+    print(
+        "| run | held-out ROC-AUC (mean ± sd) | per seed | s/epoch, training | s/epoch, with dev | "
+        "s/run | s, all seeds |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for run in args.runs:
+        print(summary_row(labels[run], results[run]))
+    print("\nWhere a training epoch goes (s, means over epochs and seeds):\n")
+    print("| run | waiting for batches | forward and loss | backward | optimizer step | the rest | training epoch |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for run in args.runs:
+        print(phases_row(labels[run], results[run]))
+    if len(args.runs) == 2:
+        print("\nPairs, seed by seed:\n")
+        print("\n".join(pairs_table(args.runs, args.seeds, results, args.alternate, args.lockstep)))

@@ -1,0 +1,190 @@
+"""ddpx's ``dmpnn`` beside Chemprop itself: the same split, the same settings, held-out ROC-AUC
+and time, over seeds, as a Markdown table (docs/results.md, docs/performance.md).
+
+    python benchmarks/vs_chemprop/run.py --set bbbp --data ../shared/data/bbbp/BBBP.csv
+    python benchmarks/vs_chemprop/run.py --set bace --data ../shared/data/moleculenet/bace.csv --seeds 0
+
+For each seed it runs
+
+- Chemprop's own command line, ``chemprop train`` (the ``chemprop`` beside this Python), on the
+  exact split ddpx uses: ddpx builds the task's data as its ranks do (MoleculeNet's scaffold split
+  80/10/10 of the recipe; the molecules RDKit cannot parse left out), and the molecules it keeps
+  are written as a CSV and their train/dev/held-out rows as a Chemprop splits file (``--splits-file``:
+  a JSON list of ``{"train": [...], "val": [...], "test": [...]}``). Chemprop's defaults otherwise
+  (50 epochs, batch 64, hidden 300, depth 3, its learning-rate schedule), once keeping the epoch
+  of lowest validation loss (its default) and once the epoch of highest validation ROC-AUC
+  (``--tracking-metric roc``, as ddpx selects);
+- ``ddpx recipe <set>_dmpnn --tracking none`` on 1 rank (batch 64) and on 2 ranks (batch 32 per
+  rank: the same 64 molecules per optimizer step as Chemprop's), through the spawn launcher,
+  keeping the epoch of highest dev ROC-AUC (ddpx's default) or, as ``ddpx1_loss`` and
+  ``ddpx2_loss``, of lowest dev loss (``train.select_by=loss``, Chemprop's default).
+
+Held-out ROC-AUC is computed the same way for both (scikit-learn, over the same held-out molecules:
+the script checks that Chemprop's test molecules are ddpx's held-out molecules, in order). Seconds
+per epoch, training only and whole (with the dev evaluation and the checkpoint): for Chemprop from
+a Lightning callback added to Chemprop's command line (``chemprop.cli.main.main``, what the
+``chemprop`` command runs, started as ``python clocked_chemprop.py FILE STEPS train ...``, beside
+this script), which notes when each epoch starts, when its validation starts and when it ends; for ddpx
+from its metrics (``samples_per_s`` and ``epoch_s``). Total: the command's wall time, start to exit,
+both including Python's imports and featurization.
+
+A second table says where each training epoch goes, the same four phases for both loops: waiting
+for the batch, forward with the loss, backward, optimizer step; what is left of the training epoch
+is each loop's own bookkeeping. Chemprop's from the callback (a batch from the end of the previous
+one to ``on_train_batch_start``; forward to ``on_before_backward``, backward to
+``on_after_backward``, the step from ``on_before_optimizer_step`` to ``on_train_batch_end``), ddpx's
+from ``train.time_phases=true`` (rank 0's, on 2 ranks; backward includes DDP's all-reduce).
+
+``--alternate`` runs the ``--runs`` in reverse order on every other seed (as given on the first,
+third, ... of ``--seeds``, reversed on the second, fourth, ...), so that a machine that drifts
+favours neither side; with two runs a third table puts each seed's pair side by side with its ratio.
+
+``--lockstep`` (two runs of one process each) starts the pair together and lets them take turns
+epoch by epoch (``lockstep.py``: each trains one epoch, with its dev evaluation, while the other
+waits blocked on a pipe), so that every epoch of one lies between two of the other's and the
+machine's drift falls on both alike; the pairs table then adds the median ratio over all pairs
+of epochs. Each run's wall time then includes its waits.
+
+``--profile-steps N --profile-dir DIR`` traces the same optimizer steps of both loops with
+``torch.profiler`` — ddpx through ``train.profile_steps``, Chemprop through the same profiler class
+driven from the callback (steps counted alike, the trace ending before the first validation) —
+and keeps each run's operator table in DIR (``chemprop_roc-seed0-ops.txt``, ``ddpx1-seed0-ops.txt``):
+which operators make one loop's step longer than the other's.
+
+Beside this script: ``chemprop_inputs.py`` writes Chemprop's inputs from ddpx's split,
+``clocked_chemprop.py`` is Chemprop with the clock, ``launches.py`` starts and reads the runs
+(alone, or in lockstep through ``lockstep.py``), ``report.py`` prints the tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run by path: `benchmarks` importable
+
+from benchmarks.vs_chemprop.chemprop_inputs import write_chemprop_inputs
+from benchmarks.vs_chemprop.launches import Launch, run_alone, run_chemprop, run_ddpx, run_in_lockstep
+from benchmarks.vs_chemprop.report import LABELS, print_tables, run_order
+
+SETS = {  # set: (recipe, extra ddpx overrides for the shared copies of the files)
+    "bbbp": ("bbbp_dmpnn", []),
+    "bace": ("bace_dmpnn", ["dataset.smiles_column=smiles"]),  # the shared copy names the column `smiles`
+    "clintox": ("clintox_dmpnn", []),
+    "tox21": ("tox21_dmpnn", []),
+    "sider": ("sider_dmpnn", []),
+    "hiv": ("hiv_dmpnn", []),
+}
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--set", choices=list(SETS), default="bbbp", help="the MoleculeNet set (its <set>_dmpnn recipe)"
+    )
+    parser.add_argument("--data", type=Path, required=True, help="its CSV file (dataset.path)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--epochs", type=int, default=50)
+    parser.add_argument(
+        "--runs",
+        nargs="+",
+        default=["chemprop_loss", "chemprop_roc", "ddpx1", "ddpx2"],
+        choices=list(LABELS),
+        help="ddpxN: N ranks, the epoch of the best dev ROC-AUC (ddpx's "
+        "default); ddpxN_loss: of the lowest dev loss (train.select_by=loss, Chemprop's default)",
+    )
+    parser.add_argument(
+        "--alternate",
+        action="store_true",
+        help="run the --runs in reverse order on every other seed, so that the machine's drift "
+        "within a seed's runs falls on each side alike",
+    )
+    parser.add_argument(
+        "--lockstep",
+        action="store_true",
+        help="two one-process runs started together, taking turns epoch by epoch (each trains "
+        "while the other waits): drift between minutes falls on both alike",
+    )
+    parser.add_argument(
+        "--profile-steps",
+        type=int,
+        default=0,
+        help="trace this many optimizer steps of every run with torch.profiler (0: none)",
+    )
+    parser.add_argument("--profile-dir", type=Path, help="where each run's operator table goes (with --profile-steps)")
+    args = parser.parse_args()
+    if bool(args.profile_steps) != bool(args.profile_dir):
+        parser.error("--profile-steps and --profile-dir go together")
+    if args.epochs <= 2 and any(run.startswith("chemprop") for run in args.runs):
+        parser.error("chemprop train needs more epochs than its 2 warm-up epochs: --epochs 3 or more")
+    if args.lockstep and (len(args.runs) != 2 or any(run.startswith("ddpx2") for run in args.runs)):
+        parser.error("--lockstep takes two --runs of one process each (chemprop_*, ddpx1, ddpx1_loss)")
+    return args
+
+
+def launch(run: str, seed: int, args: argparse.Namespace, folder: Path, inputs: tuple, train_size: int) -> Launch:
+    """One run of a seed, ready to start (``inputs``: what :func:`write_chemprop_inputs` returned)."""
+    recipe, overrides = SETS[args.set]
+    names, heldout_smiles, heldout_targets = inputs
+    if run.startswith("chemprop"):
+        tracking = "val_loss" if run == "chemprop_loss" else "roc"
+        return run_chemprop(
+            folder,
+            names,
+            (heldout_smiles, heldout_targets),
+            seed,
+            tracking,
+            args.epochs,
+            args.profile_steps,
+            args.profile_dir,
+        )
+    return run_ddpx(
+        run,
+        recipe,
+        args.data,
+        overrides,
+        seed,
+        args.epochs,
+        folder,
+        train_size,
+        args.profile_steps,
+        args.profile_dir,
+    )
+
+
+def measure(args: argparse.Namespace) -> tuple[dict[str, list[dict]], int]:
+    """Every seed's runs, one after the other or in lockstep: each run's results, seed by seed, and
+    the number of held-out molecules."""
+    recipe, overrides = SETS[args.set]
+    results: dict[str, list[dict]] = {run: [] for run in args.runs}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        inputs = write_chemprop_inputs(recipe, args.data, overrides, folder)
+        train_size = len(json.loads((folder / "splits.json").read_text())[0]["train"])
+        for turn, seed in enumerate(args.seeds):
+            launches = {}
+            for run in run_order(args.runs, turn, args.alternate):
+                launches[run] = launch(run, seed, args, folder, inputs, train_size)
+                if not args.lockstep:  # one after the other: each builds its command as its turn comes
+                    results[run].append(run_alone(run, launches.pop(run)))
+                    print(f"seed {seed} {run}: {json.dumps(results[run][-1])}", file=sys.stderr, flush=True)
+            if args.lockstep:
+                for run, result in run_in_lockstep(launches, folder).items():
+                    results[run].append(result)
+                    print(f"seed {seed} {run}: {json.dumps(result)}", file=sys.stderr, flush=True)
+    return results, len(inputs[1])
+
+
+def main() -> None:
+    args = parse_args()
+    recipe, _ = SETS[args.set]
+    labels = {run: label.format(recipe=recipe) for run, label in LABELS.items()}
+    results, heldout = measure(args)
+    print_tables(args, labels, results, heldout)
+
+
+if __name__ == "__main__":
+    main()

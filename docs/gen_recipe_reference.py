@@ -27,6 +27,11 @@ def header(name: str) -> list[str]:
     return [line[2:] for line in source.read_text(encoding="utf-8").splitlines() if line.startswith("# ")]
 
 
+def built_on(name: str) -> str:
+    bases = read_with_bases(registry, Path(registry.all("recipes")[name].path)).bases
+    return f" Built on {', '.join(f'`{base}`' for base in bases)} (`extends`)." if bases else ""
+
+
 for row in list_recipes(registry):
     recipe = resolve_recipe(registry, row.name)
     lines += [
@@ -34,7 +39,8 @@ for row in list_recipes(registry):
         "",
         f"{row.description}",
         "",
-        f"Task `{row.task}`, model `{row.model}`, held-out metric `{row.metric}`; from plugin `{row.plugin}`.",
+        f"Task `{row.task}`, model `{row.model}`, held-out metric `{row.metric}`; from plugin `{row.plugin}`."
+        + built_on(row.name),
         "",
         *header(row.name),
         "",
@@ -52,7 +58,7 @@ for row in presets:
         "",
         f"{row.description}",
         "",
-        f'A preset from plugin `{row.plugin}`: recipes build on it with `extends = "{row.name}"`.',
+        f'A preset from plugin `{row.plugin}`: recipes build on it with `extends = "{row.name}"`.' + built_on(row.name),
         "",
         *header(row.name),
         "",

@@ -37,6 +37,9 @@ def recipes_command(as_json: bool) -> None:
         table.add_row(*(getattr(row, column) for column in columns), row.description)
     out.print(table)
     click.echo("Run one with `ddpx recipe NAME`; see its keys with `ddpx show NAME`.")
+    presets = [row.name for row in list_recipes(registry_with_warnings(), presets=True)]
+    if presets:
+        click.echo(f'Presets, bases for your own recipes (`extends = "NAME"` in a .toml file): {", ".join(presets)}.')
 
 
 @cli.command("show")

@@ -1,4 +1,4 @@
-"""``ddpx recipes``: every registered recipe, read cheaply (no torch)."""
+"""``ddpx recipes``: every registered recipe, read cheaply (no torch), presets apart."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ddpx.contract.recipe_file import read_recipe_file
+from ddpx.config.recipe_bases import read_with_bases
 
 if TYPE_CHECKING:  # pragma: no cover
     from ddpx.plugin_host.registry import Registry
@@ -24,21 +24,24 @@ class RecipeListing:
     plugin: str
 
 
-def list_recipes(registry: Registry) -> list[RecipeListing]:
-    """Every registered recipe, sorted by name."""
+def list_recipes(registry: Registry, presets: bool = False) -> list[RecipeListing]:
+    """Every registered recipe one can run, sorted by name; with ``presets``, the presets instead
+    (:mod:`ddpx.config.recipe_bases`: recipes that name no task or no model, bases for others)."""
     rows = []
     tasks = registry.all("tasks")
     for name, source in sorted(registry.all("recipes").items()):
-        data = read_recipe_file(Path(source.path))
-        task_name = str(data.get("task", ""))
+        data = read_with_bases(registry, Path(source.path))
+        if data.is_preset != presets:
+            continue
+        task_name = str(data.values.get("task", ""))
         task = tasks.get(task_name)
         rows.append(
             RecipeListing(
                 name=name,
                 task=task_name,
-                model=str(data.get("model", {}).get("name", "")),
+                model=str(data.values.get("model.name", "")),
                 metric=f"heldout_{task.metric}" if task else "?",
-                description=str(data.get("description", "")),
+                description=str(data.values.get("description", "")),
                 plugin=registry.owner("recipes", name),
             )
         )

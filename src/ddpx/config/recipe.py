@@ -1,7 +1,8 @@
 """Resolving a recipe: defaults, its file and `KEY=VALUE` overrides, every key checked.
 
 Resolution layers, later wins: the core's ``train.*`` defaults, the task's ``dataset.*``
-defaults, the model's ``model.*`` defaults, the recipe file, then ``KEY=VALUE`` overrides. Every
+defaults, the model's ``model.*`` defaults, the recipes the file ``extends`` (in order,
+:mod:`ddpx.config.recipe_bases`), the recipe file, then ``KEY=VALUE`` overrides. Every
 key is checked against the schema the core and the chosen task and model declare, so a typo is
 an error with a did-you-mean rather than a silently ignored setting.
 """
@@ -12,12 +13,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ddpx.config.recipe_bases import missing_key_error, read_with_bases
 from ddpx.config.recipe_files import find_recipe, to_toml
 from ddpx.config.train_params import META_PARAMS, TRAIN_PARAMS
-from ddpx.config.values import coerce, flatten, parse_override, unflatten, unknown_key_error
+from ddpx.config.values import coerce, parse_override, unflatten, unknown_key_error
 from ddpx.contract.errors import UserError
 from ddpx.contract.names import check_path_name
-from ddpx.contract.recipe_file import read_recipe_file
 from ddpx.contract.records import Param
 from ddpx.contract.specs import ModelSpec, TaskSpec
 
@@ -56,15 +57,15 @@ def _schema(task: TaskSpec, model: ModelSpec) -> dict[str, Param]:
 def resolve_recipe(registry: Registry, name_or_path: str, overrides: Iterable[str] = ()) -> Recipe:
     """Resolve a recipe by name or path with ``KEY=VALUE`` overrides, checking every key."""
     path = find_recipe(registry, name_or_path)
-    file_values = flatten(read_recipe_file(path))
+    from_files = read_with_bases(registry, path)
+    file_values = from_files.values
     parsed = [parse_override(text) for text in overrides]
     override_values = dict(parsed)
-    where_file = f" in recipe file '{path}'"
 
     def chosen(key: str) -> str:
         value = override_values.get(key, file_values.get(key, ""))
         if not isinstance(value, str) or not value:
-            raise UserError(f"recipe '{name_or_path}' does not set '{key}'. Add `{key} = \"...\"` to {path}.")
+            raise missing_key_error(registry, name_or_path, path, key)
         return value
 
     task = registry.get("tasks", chosen("task"), key="task")
@@ -75,7 +76,7 @@ def resolve_recipe(registry: Registry, name_or_path: str, overrides: Iterable[st
     values["name"] = path.stem
     for key, value in file_values.items():
         if key not in schema:
-            raise unknown_key_error(key, schema, where_file)
+            raise unknown_key_error(key, schema, f" in recipe file '{from_files.origin[key]}'")
         values[key] = coerce(key, value, schema[key], from_text=False)
     for key, text in parsed:
         if key not in schema:

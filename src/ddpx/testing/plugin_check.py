@@ -3,7 +3,8 @@
 Checks, each reported on its own: the plugin loads; its hook implementations match the specs
 (no unknown hooks, no wrong signatures); its registered names clash with no other plugin; and
 every recipe it ships — or that uses one of its tasks — builds the dataset and model, trains one
-short epoch on 2 CPU ranks with gloo, and produces the task's declared held-out metric.
+short epoch on 2 CPU ranks with gloo, and produces the task's declared held-out metric (a preset,
+a base for other recipes that runs only through them, is not run on its own).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from pathlib import Path
 
 import pluggy
 
+from ddpx.config.recipe_bases import read_with_bases
 from ddpx.contract.errors import PluginError, UserError
-from ddpx.contract.recipe_file import read_recipe_file
 from ddpx.contract.specs import KINDS
 from ddpx.plugin_host.registry import Registry
 
@@ -82,11 +83,11 @@ def check_plugin(registry: Registry, name: str, nproc: int = 2) -> list[Check]:
 def _recipe_runs(registry: Registry, plugin: str, owned: dict[str, list[str]], nproc: int) -> list[Check]:
     from ddpx.testing import run_recipe
 
-    task_of = {
-        name: read_recipe_file(Path(source.path)).get("task") for name, source in registry.all("recipes").items()
-    }
+    read = {name: read_with_bases(registry, Path(source.path)) for name, source in registry.all("recipes").items()}
+    task_of = {name: data.values.get("task") for name, data in read.items() if not data.is_preset}
     own_tasks = owned.get("tasks", [])
-    recipes = set(owned.get("recipes", [])) | {name for name, task in task_of.items() if task in own_tasks}
+    own_recipes = {name for name in owned.get("recipes", []) if name in task_of}
+    recipes = own_recipes | {name for name, task in task_of.items() if task in own_tasks}
     checks = [
         Check(f"{plugin}: task {t} has a recipe", False, "ship a recipe that uses it, so it can be run and checked")
         for t in own_tasks

@@ -68,6 +68,7 @@ def register_models(register):
 
 @hookimpl
 def register_recipes(register):
-    for recipe in sorted((resources.files(__package__) / "recipes").iterdir(), key=lambda r: r.name):
+    folder = resources.files(__package__) / "recipes"  # presets/: the bases the recipes extend
+    for recipe in sorted([*folder.iterdir(), *(folder / "presets").iterdir()], key=lambda r: r.name):
         if recipe.name.endswith(".toml"):
             register(RecipeSource(Path(str(recipe))))

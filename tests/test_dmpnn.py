@@ -348,6 +348,7 @@ def test_the_heldout_value_is_the_same_on_1_2_and_3_ranks(job_here, tmp_path):
         "model.depth=2",
         "model.aggregation=mean",
         "train.eval_batch_size=4",
+        "train.global_batch_size=0",  # 3 ranks: train.batch_size per rank
     ]  # uneven shards, filler calls
     (tmp_path / "w1").mkdir()
     trained = job_here(
@@ -410,6 +411,7 @@ def test_molecule_features_train_on_2_ranks_and_predict_computes_them_from_smile
         "model.depth=2",
         "train.max_epochs=3",
         "train.batch_size=16",
+        "train.global_batch_size=0",
         "train.lr_schedule=constant",
         "train.lr=0.005",
         nproc=2,

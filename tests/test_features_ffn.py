@@ -143,6 +143,7 @@ def test_the_heldout_value_is_the_same_on_1_2_and_3_ranks_and_predict_answers_a_
         "dataset.molecule_features=morgan_count",
         "model.hidden_size=32",
         "train.eval_batch_size=4",
+        "train.global_batch_size=0",  # 3 ranks: train.batch_size per rank
     ]  # uneven shards, filler calls
     (tmp_path / "w1").mkdir()
     trained = job_here(

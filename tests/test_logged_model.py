@@ -142,6 +142,7 @@ def test_the_best_model_is_logged_registered_served_and_predicted_alike(run_ddpx
         "--register",
         "bbbp-test",
         f"dataset.path={molecules}",
+        "train.global_batch_size=0",  # 3 ranks, train.batch_size each
         *SMALL,
         env={"DDPX_LOG_MODEL": "true"},
     )

@@ -31,7 +31,8 @@ def per_rank_batch(train: dict[str, Any], world_size: int, elastic: bool = False
         fits = [n for n in range(1, total + 1) if total % (n * train["accumulate"]) == 0][:6]
         raise UserError(
             f"train.global_batch_size={total} does not split evenly over {world_size} rank(s) × "
-            f"train.accumulate={train['accumulate']}: choose --nproc among {', '.join(map(str, fits))}, or a "
-            f"global batch that is a multiple of {share}."
+            f"train.accumulate={train['accumulate']}: choose --nproc among {', '.join(map(str, fits))}, a "
+            f"global batch that is a multiple of {share}, or train.global_batch_size=0 to give train.batch_size "
+            "per rank."
         )
     return total // share

@@ -193,7 +193,7 @@ def test_the_moleculenet_study_declares_runnable_candidates():
 
     spec = read_study(Path(__file__).parent.parent / "benchmarks" / "studies" / "moleculenet.toml")
     registry = load_registry()
-    assert [s.name for s in spec.sets] == ["bbbp", "bace", "clintox", "tox21", "sider", "hiv", "esol", "lipophilicity"]
+    assert [s.name for s in spec.sets] == ["bbbp", "bace", "clintox", "esol", "lipophilicity", "sider", "tox21", "hiv"]
     assert spec.seeds == (0, 1, 2, 3, 4)
     for study_set in spec.sets:
         assert set(study_set.published) == {"D-MPNN (GEM)", "Uni-Mol"}

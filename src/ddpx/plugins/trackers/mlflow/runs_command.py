@@ -136,6 +136,7 @@ def runs_command(tracking_uri, experiment, recipe, sort, ascending, limit, as_js
             "no ddpx runs yet" + (f" of recipe {recipe}" if recipe else "") + f" in {listing.uri}; "
             "start one with `ddpx recipe NAME`.",
             highlight=False,
+            soft_wrap=True,
         )
         return
     for group in listing.groups:

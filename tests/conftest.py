@@ -307,7 +307,8 @@ def run_in_terminal(args: list[str], cwd, columns: int = 100, expect: int = 0) -
     """Run ``ddpx ARGS`` with stdout and stderr on a pseudo-terminal ``columns`` wide (so rich sees a
     terminal); return everything it printed, ANSI escapes removed."""
     leader, follower = pty.openpty()
-    env = {**os.environ, "PYTHONPATH": str(TEST_PLUGINS), "COLUMNS": str(columns), "TERM": "xterm-256color"}
+    path = os.pathsep.join(filter(None, [str(TEST_PLUGINS), os.environ.get("PYTHONPATH")]))  # ddpx as here
+    env = {**os.environ, "PYTHONPATH": path, "COLUMNS": str(columns), "TERM": "xterm-256color"}
     env.pop("MLFLOW_TRACKING_URI", None)
     process = subprocess.Popen(
         [sys.executable, "-m", "ddpx", *args],

@@ -6,8 +6,8 @@ import json
 import pytest
 from rich.console import Console
 
-from ddpx.cli.bench_commands import parse_bytes, results_table
-from ddpx.cli.collectives_bench import BenchResult, bus_factor, message_sizes
+from ddpx.plugins.backends.bench_command import parse_bytes, results_table
+from ddpx.plugins.backends.collectives import BenchResult, bus_factor, message_sizes
 
 
 def test_sizes_and_bus_factors_follow_nccl_tests():

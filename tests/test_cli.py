@@ -35,10 +35,20 @@ def in_fresh_python(commands: list[tuple[list[str], int]], cwd=None) -> tuple[st
 
 
 def test_help_is_fast_and_imports_nothing_heavy():
-    _, heavy = in_fresh_python(
-        [(["--help"], 0), (["recipes"], 0), (["show", "mlp_synthetic"], 0), (["recipe", "--help"], 0)]
+    """The plugins' commands (``runs``, ``bench``) too: ``--help`` lists them, loading the plugins."""
+    out, heavy = in_fresh_python(
+        [
+            (["--help"], 0),
+            (["recipes"], 0),
+            (["show", "mlp_synthetic"], 0),
+            (["recipe", "--help"], 0),
+            (["runs", "--help"], 0),
+            (["bench", "collectives", "--help"], 0),
+            (["predict", "--help"], 0),
+        ]
     )
     assert heavy == set()
+    assert "  runs " in out and "  bench " in out  # listed by `ddpx --help`
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "ddpx", "--help"], capture_output=True, check=True)
     assert time.perf_counter() - start < 5  # generous: this guards against importing torch, not speed

@@ -50,6 +50,42 @@ def test_plugins_and_the_example_import_only_the_public_api():
     assert not leaks, "plugins must import only ddpx.api (or ddpx):\n" + "\n".join(leaks)
 
 
+def core_imports_of_plugins(src: Path) -> list[str]:
+    """Each import of ``ddpx.plugins`` (or a module under it) by a module of ``src`` outside
+    ``src/plugins``, anywhere in the file (inside functions too; ``from ddpx import plugins``
+    too), as ``path:line imports module``."""
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        if src / "plugins" in path.parents:
+            continue
+        modules = imported_modules(path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "ddpx" and node.level == 0:
+                modules += [(node.lineno, f"ddpx.{alias.name}") for alias in node.names]
+        for line, module in sorted(modules):
+            if module == "ddpx.plugins" or module.startswith("ddpx.plugins."):
+                found.append(f"{path.relative_to(src.parent)}:{line} imports {module}")
+    return found
+
+
+def test_the_core_imports_no_plugin():
+    """The core reaches every plugin through the hooks (entry points, ``DDPX_PLUGINS``), never by
+    importing it: a built-in plugin is replaceable, and its commands come from its own hooks."""
+    leaks = core_imports_of_plugins(SRC)
+    assert not leaks, "the core must not import ddpx.plugins; use a hook:\n" + "\n".join(leaks)
+
+
+def test_the_core_check_catches_an_import_inside_a_function(tmp_path):
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "own.py").write_text("import ddpx.plugins.own\n")  # a plugin may
+    (tmp_path / "core.py").write_text("def f():\n    from ddpx.plugins.trackers.mlflow import runs\n")
+    (tmp_path / "other.py").write_text("from ddpx import __version__, plugins\n")
+    assert core_imports_of_plugins(tmp_path) == [
+        f"{tmp_path.name}/core.py:2 imports ddpx.plugins.trackers.mlflow",
+        f"{tmp_path.name}/other.py:1 imports ddpx.plugins",
+    ]
+
+
 def test_the_check_catches_an_internal_import(tmp_path):
     plugin = tmp_path / "leaky.py"
     plugin.write_text("from ddpx.api import hookimpl\n\ndef f():\n    from ddpx.rank.checkpoint import unwrap\n")

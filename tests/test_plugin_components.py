@@ -78,3 +78,38 @@ def test_an_unknown_optimizer_lists_the_registered_ones(run_ddpx):
     assert result.returncode == 2
     assert "unknown optimizer 'adamm' (set by 'train.optimizer'). Did you mean 'adam'?" in result.stderr
     assert "Available: adam, adamw, sgd." in result.stderr
+
+
+COMMANDS = ("ddpx_testplug_commands",)
+
+
+def test_a_plugins_command_is_listed_and_runs(run_ddpx):
+    """A third-party plugin's ``register_commands`` adds ``ddpx greet``: ``ddpx --help`` lists it,
+    it runs with ddpx's error handling, and ``ddpx plugins`` names its owner."""
+    listed = run_ddpx("--help", plugins=COMMANDS)
+    assert listed.returncode == 0 and re.search(r"^  greet +Greet NAME", listed.stdout, re.M), listed.output
+    assert "greet" not in run_ddpx("--help").stdout  # without the plugin, no such command
+    assert "--shout" in run_ddpx("greet", "--help", plugins=COMMANDS).stdout
+    greeted = run_ddpx("greet", "Ada", "--shout", plugins=COMMANDS)
+    assert greeted.returncode == 0 and greeted.stdout == "HELLO, ADA\n", greeted.output
+    refused = run_ddpx("greet", "nobody", plugins=COMMANDS)
+    assert refused.returncode == 2 and refused.stderr == "Error: there is nobody to greet: give a name.\n"
+    report = json.loads(run_ddpx("plugins", "--json", plugins=COMMANDS).stdout)
+    (mine,) = [p for p in report["plugins"] if p["name"] == "ddpx_testplug_commands"]
+    assert mine["registers"] == {"commands": ["greet"]} and "register_commands" in mine["hooks"]
+
+
+def test_a_plugins_command_cannot_replace_a_built_in_one(run_ddpx):
+    result = run_ddpx("recipes", plugins=COMMANDS, env={"DDPX_TESTPLUG_CLASH": "1"})
+    assert result.returncode == 0 and "mlp_synthetic" in result.stdout  # the built-in command ran
+    listed = run_ddpx("--help", plugins=COMMANDS, env={"DDPX_TESTPLUG_CLASH": "1"})
+    assert "plugin 'ddpx_testplug_commands' registers the command 'recipes', which ddpx has" in listed.stderr
+    assert re.search(r"^  greet ", listed.stdout, re.M)  # its other command still joins
+
+
+def test_a_plugin_loads_its_own_kind_of_model_for_predict(run_ddpx, tmp_path):
+    (tmp_path / "rows.csv").write_text("x0\n1\n2\n")
+    answered = run_ddpx("predict", "constant:0.25", "rows.csv", plugins=COMMANDS)
+    assert answered.returncode == 0 and answered.stdout.splitlines() == ["x0,prediction", "1,0.25", "2,0.25"]
+    unknown = run_ddpx("predict", "constant:0.25", "rows.csv", env={"DDPX_DISABLE_PLUGINS": "mlflow"})
+    assert unknown.returncode == 2 and "no installed plugin loads it as a model" in unknown.stderr

@@ -1,9 +1,10 @@
 """``ddpx sweep`` (grid, failed trials, dry run) and ``ddpx runs`` on a local MLflow store."""
 
 import json
+from pathlib import Path
 
 import pytest
-from conftest import TEST_RECIPES
+from conftest import TEST_RECIPES, run_in_terminal
 from mlflow.tracking import MlflowClient
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
@@ -20,12 +21,22 @@ def test_dry_run_lists_the_grid_and_starts_nothing(run_ddpx):
         fresh_store=True,
     )
     assert result.returncode == 0, result.output
-    assert (
-        "6 trial(s), nothing started" in result.stdout and "every trial also sets: train.max_epochs=1" in result.stdout
-    )
-    lines = [line for line in result.stdout.splitlines() if line.startswith("│")]
+    printed = result.stdout.splitlines()
+    assert f"ddpx sweep {TINY}: 6 trial(s), nothing started" in printed  # one line, however long the path
+    assert "every trial also sets: train.max_epochs=1" in printed
+    lines = [line for line in printed if line.startswith("│")]
     assert len(lines) == 6 and "0.2" in lines[-1] and "32" in lines[-1]
     assert result.run_dirs() == [] and not (result.cwd / "mlflow.db").exists()
+
+
+def test_a_long_recipe_path_is_printed_whole_in_an_80_column_terminal(tmp_path):
+    """Rich wraps what it prints to the terminal's width; a path must come out whole (the terminal
+    folds the line, and a copy of it is still the path), however long the checkout's folder name."""
+    recipe = tmp_path / ("a-checkout-folder-with-a-long-name-" * 4) / "tiny_mlp.toml"
+    recipe.parent.mkdir()
+    recipe.write_text(Path(TINY).read_text())
+    text = run_in_terminal(["sweep", str(recipe), "train.lr=0.05,0.1", "--dry-run"], tmp_path, columns=80)
+    assert f"ddpx sweep {recipe}: 2 trial(s), nothing started" in text.splitlines(), text
 
 
 def test_a_bad_value_in_any_trial_is_an_error_before_anything_starts(ddpx_here):

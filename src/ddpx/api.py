@@ -21,6 +21,8 @@ Importing it is cheap: neither torch nor mlflow is imported.
 - :class:`BackendSpec`, :class:`LauncherSpec` (with its :class:`LaunchOption` flags, returning a
   :class:`LaunchOutcome`), :class:`TrackerSpec` (creating a :class:`Tracker`),
   :class:`RecipeSource` — how a run starts, is recorded, and what it runs.
+- A ``click.Command`` (``register_commands``): a command of the ``ddpx`` command line; and an
+  answer to ``ddpx_load_predictor``: ``ddpx predict`` for a model that is not a run's folder.
 - :class:`Param` declares a recipe key (``dataset.*``, ``model.*``): default, help, limits.
 - Input forms: a task lists the forms its data can take (``TaskSpec.inputs``, say
   ``("smiles_tokens", "molecule_graph", "molecule_features")``), a model names the one it needs (``ModelSpec.inputs``),
@@ -52,6 +54,11 @@ Importing it is cheap: neither torch nor mlflow is imported.
   :func:`model_state_from` takes the model weights out of it (or out of a plain state dict);
   :func:`load_model` rebuilds a run's exported best model (its ``model/`` folder);
   :func:`load_table_predictor` turns it into a function from an input table to an output table.
+
+**Commands** (``register_commands``)
+
+- :func:`console` is where a command prints tables and paths: a ``rich`` console as wide as the
+  terminal, or 200 columns when the output is piped.
 
 **Errors**
 
@@ -86,6 +93,7 @@ from ddpx.contract.specs import (
     TrackerSpec,
     WrapperSpec,
 )
+from ddpx.contract.terminal import console
 from ddpx.launch.cpu_threads import cpu_share, threads_per_rank
 from ddpx.launch.gpus import local_gpu_count
 from ddpx.launch.job import Job
@@ -167,6 +175,7 @@ __all__ = [
     "TrackerSpec",
     "UserError",
     "WrapperSpec",
+    "console",
     "cpu_share",
     "data_root",
     "did_you_mean",

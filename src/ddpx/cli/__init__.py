@@ -2,12 +2,13 @@
 
 - ``run_commands``: ``ddpx recipe`` and ``ddpx sweep`` (they train);
 - ``recipe_commands``: ``ddpx recipes``, ``ddpx show``, ``ddpx cp``;
-- ``runs_command``: ``ddpx runs`` (which run was best);
 - ``predict_command``: ``ddpx predict`` (a trained model's predictions for a CSV);
 - ``upload_command``: ``ddpx upload`` (a run folder into MLflow after the fact);
 - ``plugin_commands``: ``ddpx plugins`` and ``ddpx plugins check``;
-- ``bench_commands``: ``ddpx bench``;
 - ``study_commands``: ``ddpx study run`` and ``ddpx study report`` (declared studies, chosen on dev).
+
+Plugins add the others through the ``register_commands`` hook: ``ddpx runs`` (the MLflow tracker
+plugin), ``ddpx bench`` (the backends plugin), and any third-party plugin's.
 """
 
 from __future__ import annotations
@@ -15,12 +16,10 @@ from __future__ import annotations
 import sys
 
 from ddpx.cli import (  # noqa: F401 - each module adds its commands
-    bench_commands,
     plugin_commands,
     predict_command,
     recipe_commands,
     run_commands,
-    runs_command,
     study_commands,
     upload_command,
 )

@@ -1,23 +1,66 @@
-"""The ``ddpx`` command group: its error handling and the helpers every command shares.
+"""The ``ddpx`` command group: its error handling, its plugins' commands, and the helpers every
+command shares.
 
 Heavy libraries (torch, mlflow) are imported only inside the commands that need them, so
-``--help``, ``ddpx recipes`` and ``ddpx show`` stay fast. A user mistake is one ``Error:``
+``--help``, ``ddpx recipes`` and ``ddpx show`` stay fast. Plugins add commands through the
+``register_commands`` hook; they are loaded only when the commands are listed (``--help``) or a
+command the core does not have is asked for, never for a built-in command. A user mistake is one ``Error:``
 paragraph and exit code 2; a job that fails is its first rank's error, shown once, and exit 1; a
 full disk met anywhere is the paragraph naming it, and exit 1.
 """
 
 from __future__ import annotations
 
-import sys
+import copy
 
 import click
 
 from ddpx import __version__
-from ddpx.contract.errors import JobFailed, UserError
+from ddpx.contract.errors import JobFailed, PluginError, UserError
+from ddpx.contract.terminal import console
 
 
 class DdpxGroup(click.Group):
-    """Turns ddpx's own errors into one clear message and the right exit code."""
+    """Turns ddpx's own errors into one clear message and the right exit code; lists and finds
+    the plugins' commands beside its own (``self.commands``)."""
+
+    def plugin_commands(self, ctx: click.Context) -> dict[str, click.Command]:
+        """The commands plugins register, once per invocation; a clash is a warning, not a crash."""
+        meta = ctx.find_root().meta
+        if "ddpx.commands" not in meta:
+            meta["ddpx.commands"] = {}
+            try:
+                commands = registry_with_warnings(ctx).all("commands")
+            except PluginError as exc:
+                click.echo(f"Warning: {exc.message} Its commands are left out.", err=True)
+                return {}
+            for name, command in commands.items():
+                if name in self.commands:
+                    owner = registry_with_warnings(ctx).owner("commands", name)
+                    click.echo(
+                        f"Warning: plugin '{owner}' registers the command '{name}', which ddpx has: "
+                        f"it is left out. Rename it, or skip the plugin with DDPX_DISABLE_PLUGINS={owner}.",
+                        err=True,
+                    )
+                else:
+                    meta["ddpx.commands"][name] = command
+        return meta["ddpx.commands"]
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.plugin_commands(ctx)})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        return self.plugin_commands(ctx).get(cmd_name)
+
+    def with_plugin_commands(self) -> click.Group:
+        """A copy of this group whose ``commands`` hold the plugins' too: for readers of
+        ``commands`` (the docs' command reference, mkdocs-click)."""
+        ctx = click.Context(self, info_name="ddpx")
+        group = copy.copy(self)
+        group.commands = {name: self.get_command(ctx, name) for name in self.list_commands(ctx)}
+        return group
 
     def invoke(self, ctx: click.Context):
         try:
@@ -38,18 +81,11 @@ class DdpxGroup(click.Group):
             ctx.exit(1)
 
 
-def console():
-    """A terminal's own width; a wide page when the output goes to a file or a pipe."""
-    from rich.console import Console
-
-    return Console() if sys.stdout.isatty() else Console(width=200)
-
-
-def registry_with_warnings():
+def registry_with_warnings(ctx: click.Context | None = None):
     """The plugins' registry, loaded once per command (a plugin that fails to load is a warning)."""
     from ddpx.plugin_host.registry import load_registry
 
-    ctx = click.get_current_context(silent=True)
+    ctx = ctx or click.get_current_context(silent=True)
     meta = ctx.find_root().meta if ctx is not None else {}
     if "ddpx.registry" not in meta:
         registry = meta["ddpx.registry"] = load_registry()
@@ -72,3 +108,6 @@ def cli() -> None:
       ddpx runs                          a table of runs and their held-out metrics
       mlflow ui                          compare runs in the browser
     """
+
+
+__all__ = ["DdpxGroup", "cli", "console", "registry_with_warnings"]  # console: where every command prints

@@ -1,8 +1,11 @@
-"""``ddpx predict MODEL INPUT``: a trained model's predictions for a table of inputs."""
+"""``ddpx predict MODEL INPUT``: a trained model's predictions for a table of inputs.
+
+A run's ``model/`` folder is loaded here; any other MODEL (an MLflow run id or model URI) is the
+plugins' to load, through the ``ddpx_load_predictor`` hook (the MLflow tracker plugin's, built in).
+"""
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -10,7 +13,7 @@ from typing import Any
 
 import click
 
-from ddpx.cli.app import cli
+from ddpx.cli.app import cli, registry_with_warnings
 from ddpx.contract.errors import UserError
 
 PREDICT_EPILOG = """\b
@@ -27,9 +30,6 @@ tasks; x0, x1, ... for mlp_synthetic), or a folder of images for the image
 tasks. The output is INPUT's rows with the model's answers (a `probability` of
 label 1; a `predicted` class and its `probability`), as CSV.
 """
-
-RUN_ID = re.compile(r"^[0-9a-f]{32}$")
-
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 
@@ -67,26 +67,6 @@ def read_table(path: str) -> Any:
         ) from None
 
 
-def from_mlflow(model: str, tracking_uri: str | None) -> Callable[[Any], Any]:
-    """An MLflow model (a run id, ``runs:/``, ``models:/``), loaded as MLflow's pyfunc."""
-    import mlflow
-    from mlflow.exceptions import MlflowException
-
-    from ddpx.plugins.trackers.mlflow.store import existing_store
-
-    uri = existing_store(tracking_uri)
-    mlflow.set_tracking_uri(uri)
-    model_uri = f"runs:/{model}/model" if RUN_ID.match(model) else model
-    try:
-        return mlflow.pyfunc.load_model(model_uri).predict
-    except (MlflowException, OSError) as exc:
-        message = getattr(exc, "message", str(exc)).splitlines()[0]
-        raise UserError(
-            f"cannot load the model '{model}' from {uri}: {message}. Give a run id of this store, a "
-            "model URI (runs:/RUN_ID/model, models:/NAME/VERSION), or a run's model/ folder."
-        ) from None
-
-
 def load_predictor(model: str, tracking_uri: str | None) -> Callable[[Any], Any]:
     folder = Path(model)
     if (folder / "model.json").is_file():
@@ -98,7 +78,13 @@ def load_predictor(model: str, tracking_uri: str | None) -> Callable[[Any], Any]
             f"'{model}' is not a ddpx model folder (it has no model.json): point to a run's model/ "
             "folder, or give an MLflow run id or model URI."
         )
-    return from_mlflow(model, tracking_uri)
+    predictor = registry_with_warnings().pm.hook.ddpx_load_predictor(model=model, tracking_uri=tracking_uri)
+    if predictor is None:
+        raise UserError(
+            f"'{model}' is not a ddpx model folder, and no installed plugin loads it as a model "
+            "(an MLflow run id or model URI needs the mlflow plugin: `ddpx plugins` lists them)."
+        )
+    return predictor
 
 
 @cli.command("predict", epilog=PREDICT_EPILOG)

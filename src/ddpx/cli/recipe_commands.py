@@ -39,7 +39,12 @@ def recipes_command(as_json: bool) -> None:
     click.echo("Run one with `ddpx recipe NAME`; see its keys with `ddpx show NAME`.")
     presets = [row.name for row in list_recipes(registry_with_warnings(), presets=True)]
     if presets:
-        click.echo(f'Presets, bases for your own recipes (`extends = "NAME"` in a .toml file): {", ".join(presets)}.')
+        # wrapped at whole words (a pipe gets one long line)
+        out.print(
+            f'Presets, bases for your own recipes (`extends = "NAME"` in a .toml file): {", ".join(presets)}.',
+            highlight=False,
+            markup=False,
+        )
 
 
 @cli.command("show")

@@ -18,19 +18,25 @@ def _best_dev(summary: RunSummary) -> str:
 
 
 def print_summary(recipe_name: str, summary: RunSummary, console: Console | None = None) -> None:
+    """The held-out metrics and the run's facts as two aligned columns; the run folder and the MLflow
+    run on lines of their own, aligned alike, so rich never breaks a path (the terminal wraps it)."""
     console = console or Console(highlight=False)
+    rows = [(key, f"{value:.4f}") for key, value in summary.heldout.items()]
+    rows += [
+        ("held-out samples", str(summary.heldout_samples)),
+        ("best epoch", f"{summary.best_epoch} of {summary.epochs_run}" + _best_dev(summary)),
+        ("wall time", f"{summary.wall_seconds:.1f} s"),
+    ]
+    whole = [("run folder", summary.run_dir)] + ([("MLflow run", summary.run_id)] if summary.run_id else [])
+    width = max(len(key) for key, _ in rows + whole)
     table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold", no_wrap=True)
+    table.add_column(style="bold", no_wrap=True, min_width=width)
     table.add_column(overflow="fold")
-    for key, value in summary.heldout.items():
-        table.add_row(key, f"{value:.4f}")
-    table.add_row("held-out samples", str(summary.heldout_samples))
-    table.add_row("best epoch", f"{summary.best_epoch} of {summary.epochs_run}" + _best_dev(summary))
-    table.add_row("wall time", f"{summary.wall_seconds:.1f} s")
-    table.add_row("run folder", summary.run_dir)
-    if summary.run_id:
-        table.add_row("MLflow run", summary.run_id)
+    for key, value in rows:
+        table.add_row(key, value)
     console.print(f"[green]done[/green]: {recipe_name}")
     console.print(table)
+    for key, value in whole:
+        console.print(f"[bold]{key:<{width}}[/bold]  {value}", markup=True, highlight=False, soft_wrap=True)
     if summary.tracker_hint:
         console.print(summary.tracker_hint, soft_wrap=True)

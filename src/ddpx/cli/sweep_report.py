@@ -53,29 +53,31 @@ def print_trial(trial: Trial) -> None:
 
 
 def print_trials(sweep: Sweep, title: str) -> None:
+    """The title on a line of its own (a recipe's path in it is never broken: the terminal wraps it,
+    rich does not), the trials' table, then each trial's run folder, whole, on its own line."""
     planned = all(t.status == "PENDING" for t in sweep.trials)
     best = None if planned else sweep.best()
-    table = Table(title=title, title_justify="left")
+    table = Table()
     table.add_column("trial", justify="right")
     for key in sweep.grid:
         table.add_column(key)
     if not planned:
-        for column in ("status", "dev", "held-out", "run folder"):
+        for column in ("status", "dev", "held-out"):
             table.add_column(column, overflow="fold")
     for trial in sweep.trials:
         row = [str(trial.number) + (" *" if trial is best else ""), *trial.overrides.values()]
         if not planned:
-            row += [
-                trial.status,
-                _dev_text(trial),
-                _metric_text(trial),
-                str(trial.job.run_dir.path) if trial.job.run_dir else "-",
-            ]
+            row += [trial.status, _dev_text(trial), _metric_text(trial)]
         table.add_row(*row)
     out = console()
+    out.print(title, highlight=False, soft_wrap=True)
     out.print(table)
+    if not planned:
+        for trial in sweep.trials:
+            folder = str(trial.job.run_dir.path) if trial.job.run_dir else "-"
+            out.print(f"run folder of trial {trial.number}: {folder}", highlight=False, soft_wrap=True)
     if sweep.fixed:
-        out.print("every trial also sets: " + " ".join(sweep.fixed), highlight=False)
+        out.print("every trial also sets: " + " ".join(sweep.fixed), highlight=False, soft_wrap=True)
     if best is not None:
         out.print(
             f"* best trial on the dev metric ({_best_dev_text(best)}): {best.number} ({best.label}), "

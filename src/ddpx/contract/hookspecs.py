@@ -9,6 +9,13 @@ which plugin registered which name, and two plugins registering the same name is
 both. The built-in plugins in :mod:`ddpx.plugins` use exactly these hooks, loaded from the same
 ``ddpx`` entry-point group as third-party plugins.
 
+**The command line** (the ``ddpx`` process): ``register_commands`` adds commands to ``ddpx``
+(``ddpx runs`` comes from the MLflow tracker plugin, ``ddpx bench`` from the backends plugin) with
+a ``register`` callback like the hooks above, names and clashes checked the same way; and
+``ddpx_load_predictor`` lets a plugin answer ``ddpx predict`` for a model that is not a run's
+``model/`` folder (an MLflow run id or model URI, say). The core imports no plugin: what a command
+does comes from the plugin that owns it.
+
 **Planning** (the launching process, before any rank starts): ``ddpx_resolve_backend``. It is a
 ``firstresult`` hook: pluggy calls the implementations newest-registered first and stops at the
 first that returns something other than ``None``; the built-in answer is registered ``trylast``,
@@ -35,6 +42,8 @@ from typing import TYPE_CHECKING, Any
 from ddpx.contract.markers import hookspec
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    import click
+
     from ddpx.contract.records import FitContext, RunSummary
     from ddpx.contract.specs import (
         BackendSpec,
@@ -167,6 +176,39 @@ def register_recipes(register: Callable[[RecipeSource], None]) -> None:
     """
 
 
+# --- The command line: the ``ddpx`` process ------------------------------------------------------
+
+
+@hookspec
+def register_commands(register: Callable[[click.Command], None]) -> None:
+    """Register commands of the ``ddpx`` command line (``ddpx runs``, ``ddpx bench``, ...).
+
+    Call ``register(command)`` once per top-level ``click.Command`` or ``click.Group``; its
+    ``name`` is the command's. ``ddpx --help`` and the docs' command reference list every plugin's
+    commands beside the built-in ones, and a plugin's command runs with the same error handling
+    (a :class:`~ddpx.contract.errors.UserError` is one ``Error:`` paragraph and exit code 2).
+    Plugins are loaded when a command of theirs is asked for or the commands are listed, never
+    for a built-in command: build the ``click`` objects cheaply and import heavy libraries (torch,
+    mlflow) inside the command's function. A command named like one of the core's is left out
+    with a warning; two plugins registering one name is an error naming both, shown as a warning,
+    and the plugins' commands are left out.
+    """
+
+
+@hookspec(firstresult=True)
+def ddpx_load_predictor(model: str, tracking_uri: str | None) -> Callable[[Any], Any] | None:
+    """Load ``MODEL`` of ``ddpx predict`` when it is not a run's ``model/`` folder; the first
+    non-``None`` answer wins (``firstresult``).
+
+    Return ``predict(table) -> table`` (pandas data frames: the input rows, then the model's
+    answers) for a model reference this plugin understands, or ``None`` to leave it to others.
+    ``tracking_uri`` is ``--tracking-uri`` (or ``MLFLOW_TRACKING_URI``), ``None`` when not given.
+    Raise :class:`~ddpx.contract.errors.UserError` for a reference that is yours but cannot be
+    loaded. Built in: the ``mlflow`` tracker plugin loads an MLflow run id, ``runs:/`` and
+    ``models:/`` URIs.
+    """
+
+
 # --- Planning: the launching process, before any rank starts ------------------------------------
 
 
@@ -216,9 +258,11 @@ __all__: list[Any] = [
     "ddpx_epoch_end",
     "ddpx_fit_end",
     "ddpx_fit_start",
+    "ddpx_load_predictor",
     "ddpx_preempted",
     "ddpx_resolve_backend",
     "register_backends",
+    "register_commands",
     "register_launchers",
     "register_metrics",
     "register_models",

@@ -272,6 +272,7 @@ KINDS: Mapping[str, str] = {
     "launchers": "launcher",
     "trackers": "tracker",
     "recipes": "recipe",
+    "commands": "command",
 }
 """Every kind of registered component (``register_<kind>`` hooks), with its singular name."""
 

@@ -1,4 +1,5 @@
-"""The ``mlflow`` tracker: one MLflow run per job, written by rank 0.
+"""The ``mlflow`` tracker: one MLflow run per job, written by rank 0; ``ddpx runs`` to read them
+back (:mod:`.runs_command`), and ``ddpx predict`` for an MLflow run id or model URI (:mod:`.predict`).
 
 The store is ``--tracking-uri``, else ``MLFLOW_TRACKING_URI``, else MLflow's own default
 (``sqlite:///mlflow.db`` in the working directory). mlflow is imported only when a run starts.
@@ -200,3 +201,19 @@ def register_trackers(register):
             imports=("mlflow",),
         )
     )
+
+
+@hookimpl
+def register_commands(register):
+    from ddpx.plugins.trackers.mlflow.runs_command import runs_command
+
+    register(runs_command)
+
+
+@hookimpl(trylast=True)
+def ddpx_load_predictor(model: str, tracking_uri: str | None):
+    """Any model reference no other plugin takes: an MLflow run id, ``runs:/``, ``models:/``, or
+    another URI MLflow loads from (so a plugin's own kind of reference wins)."""
+    from ddpx.plugins.trackers.mlflow.predict import from_mlflow
+
+    return from_mlflow(model, tracking_uri)

@@ -1,4 +1,5 @@
-"""Built-in backends: ``nccl`` (one GPU per local rank) and ``gloo`` (CPU)."""
+"""Built-in backends: ``nccl`` (one GPU per local rank) and ``gloo`` (CPU); ``ddpx bench
+collectives`` measures what they move between ranks on this machine (:mod:`.bench_command`)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,10 @@ def register_backends(register):
 @hookimpl(trylast=True)
 def ddpx_resolve_backend(nproc_per_node: int, gpus: int) -> str:
     return "nccl" if gpus >= nproc_per_node > 0 else "gloo"
+
+
+@hookimpl
+def register_commands(register):
+    from ddpx.plugins.backends.bench_command import bench_command
+
+    register(bench_command)

@@ -1,4 +1,5 @@
-"""``ddpx bench``: measurements a user runs on their own machines (``collectives`` for now)."""
+"""``ddpx bench``: measurements a user runs on their own machines (``collectives`` for now), added
+to ``ddpx`` by the backends plugin: it times the collectives of the backends that plugin provides."""
 
 from __future__ import annotations
 
@@ -6,8 +7,7 @@ import json
 
 import click
 
-from ddpx.cli.app import cli, console
-from ddpx.contract.errors import UserError
+from ddpx.api import UserError, console
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "M": 1 << 20, "MB": 1 << 20, "G": 1 << 30, "GB": 1 << 30}
 
@@ -29,7 +29,7 @@ def _human(size: int) -> str:
     return str(size)
 
 
-@cli.group("bench")
+@click.group("bench")
 def bench_command() -> None:
     """Measure this machine: collective bandwidth (`ddpx bench collectives`)."""
 
@@ -63,15 +63,14 @@ def collectives_command(backend, nproc, ops, min_bytes, max_bytes, iters, warmup
     Bus bandwidth (busbw) is comparable with the interconnect's rated speed: check a new
     cluster's links, or see what the gloo backend gets on CPU.
     """
-    from ddpx.cli.collectives_bench import OPERATIONS, message_sizes, run_collectives
-    from ddpx.launch.gpus import local_gpu_count
-    from ddpx.launch.settings import default_nproc
+    from ddpx.api import local_gpu_count
+    from ddpx.plugins.backends.collectives import OPERATIONS, message_sizes, run_collectives
 
     gpus = local_gpu_count()
     backend = ("nccl" if gpus else "gloo") if backend == "auto" else backend
     if backend not in ("nccl", "gloo"):
         raise UserError(f"--backend must be auto, nccl or gloo, not '{backend}'.")
-    nproc = default_nproc(gpus) if nproc is None else nproc
+    nproc = (gpus or 2) if nproc is None else nproc  # one rank per GPU, or 2 ranks without one
     if nproc < 2:
         raise UserError(f"--nproc must be at least 2 for a collective to move data, not {nproc}.")
     if backend == "nccl" and nproc > gpus:

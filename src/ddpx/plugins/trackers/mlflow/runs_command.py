@@ -3,7 +3,8 @@
 Each table leads with the recipe's held-out metric under its full name (never cut), then the
 run, its status and duration, and the params that differ between that recipe's runs. Columns
 that do not fit the terminal are left out (the params last first) and named below the table;
-piped output is one wide table, never wrapped.
+piped output is one wide table, never wrapped. The MLflow tracker plugin adds the command to
+``ddpx`` (its ``register_commands`` hook).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import asdict
 
 import click
 
-from ddpx.cli.app import cli, console
+from ddpx.api import console
 
 RUNS_EPILOG = """\b
 Examples:
@@ -92,7 +93,7 @@ def print_group(out, group) -> None:
         )
 
 
-@cli.command("runs", epilog=RUNS_EPILOG)
+@click.command("runs", epilog=RUNS_EPILOG)
 @click.option(
     "--tracking-uri",
     default=None,
@@ -135,6 +136,7 @@ def runs_command(tracking_uri, experiment, recipe, sort, ascending, limit, as_js
             "no ddpx runs yet" + (f" of recipe {recipe}" if recipe else "") + f" in {listing.uri}; "
             "start one with `ddpx recipe NAME`.",
             highlight=False,
+            soft_wrap=True,
         )
         return
     for group in listing.groups:

@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ddpx.plugins.smiles.graph_store import GraphPart, GraphStore, featurize_part
+from ddpx.plugins.smiles.graph_store import GraphPart, GraphStore, featurize_part, featurizer
 
 FORMAT = 2
 FEATURIZER = (
@@ -47,16 +47,6 @@ FEATURIZER = (
 )
 PART_SIZE = 50_000
 _MEMORY: dict[str, GraphStore] = {}
-
-
-def featurizer():
-    """Chemprop's default molecule featurizer (what ``chemprop train`` featurizes with)."""
-    from ddpx.plugins.smiles.chemprop_check import import_chemprop
-
-    import_chemprop("a model that reads molecular graphs")
-    from chemprop.featurizers import SimpleMoleculeMolGraphFeaturizer
-
-    return SimpleMoleculeMolGraphFeaturizer()
 
 
 def featurize(smiles: Sequence[str]) -> GraphStore:

@@ -103,11 +103,19 @@ def _smallest(values: array) -> np.ndarray:
     return data.astype(np.uint16) if not len(data) or data.max() < 2**16 else data.copy()
 
 
+def featurizer():
+    """Chemprop's default molecule featurizer (what ``chemprop train`` featurizes with)."""
+    from ddpx.plugins.smiles.chemprop_check import import_chemprop
+
+    import_chemprop("a model that reads molecular graphs")
+    from chemprop.featurizers import SimpleMoleculeMolGraphFeaturizer
+
+    return SimpleMoleculeMolGraphFeaturizer()
+
+
 def featurize_part(smiles: Sequence[str]) -> GraphPart:
     """Every SMILES featurized with Chemprop's default featurizer, in order, stored compactly."""
     from chemprop.utils import make_mol
-
-    from ddpx.plugins.smiles.graph_cache import featurizer
 
     featurize_one = featurizer()
     atoms, bonds = _Codes(featurize_one.atom_fdim), _Codes(featurize_one.bond_fdim)

@@ -64,8 +64,8 @@ def collectives_command(backend, nproc, ops, min_bytes, max_bytes, iters, warmup
     cluster's links, or see what the gloo backend gets on CPU.
     """
     from ddpx.cli.collectives_bench import OPERATIONS, message_sizes, run_collectives
+    from ddpx.contract.launch_settings import default_nproc
     from ddpx.launch.gpus import local_gpu_count
-    from ddpx.launch.settings import default_nproc
 
     gpus = local_gpu_count()
     backend = ("nccl" if gpus else "gloo") if backend == "auto" else backend

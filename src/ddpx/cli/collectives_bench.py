@@ -113,7 +113,7 @@ def run_collectives(
     """Start ``nproc`` ranks on this machine and return rank 0's measurements."""
     import torch.multiprocessing as mp
 
-    from ddpx.launch.cpu_threads import threads_per_rank
+    from ddpx.contract.cpu_threads import threads_per_rank
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

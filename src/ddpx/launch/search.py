@@ -22,12 +22,12 @@ from typing import Any
 from ddpx.config.recipe import resolve_recipe
 from ddpx.config.search_space import build_pruner, corners, parse_space_arguments, pruner_warmup
 from ddpx.contract.errors import UserError
+from ddpx.contract.launch_settings import LaunchSettings
 from ddpx.contract.records import RunSummary
+from ddpx.contract.run_dir import DEFAULT_ROOT, RunDir
 from ddpx.launch.plan import plan_job
-from ddpx.launch.settings import LaunchSettings
 from ddpx.launch.sweep import Sweep, Trial
 from ddpx.plugin_host.registry import Registry
-from ddpx.records.run_dir import DEFAULT_ROOT, RunDir
 
 SAMPLERS = ("tpe", "random", "grid")
 PRUNERS = ("median", "hyperband", "none")

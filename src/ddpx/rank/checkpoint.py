@@ -1,14 +1,11 @@
-"""Checkpoints: the unwrapped model, optimizer, epoch, RNG states and tracking run id.
-
-Written atomically (:mod:`ddpx.records.atomic_save`), so a crash or a full disk mid-write never
-leaves a torn ``last.pt``. Read with ``torch.load(weights_only=True)``: a checkpoint that
-needs arbitrary pickled objects is refused.
+"""What a rank puts into a checkpoint and takes out of it: the unwrapped model, every RNG state,
+and weights loaded into a model. The file itself (its format, safe reading, whether a run can
+continue from it) is :mod:`ddpx.records.checkpoint_file`, which the launching process reads too.
 """
 
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,11 +14,7 @@ import numpy as np
 import torch
 
 from ddpx.contract.errors import UserError
-from ddpx.records.atomic_save import save_atomically
-
-FORMAT = "ddpx-checkpoint"
-VERSION = 1
-_WRAPPER_PREFIXES = ("module.", "_orig_mod.")
+from ddpx.records.checkpoint_file import load_checkpoint, model_state_from
 
 
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:
@@ -33,20 +26,6 @@ def unwrap(model: torch.nn.Module) -> torch.nn.Module:
             model = model._orig_mod
         else:
             return model
-
-
-def strip_wrapper_prefixes(state: Mapping[str, Any]) -> dict[str, Any]:
-    """Drop ``module.`` (DDP) and ``_orig_mod.`` (torch.compile) prefixes from state-dict keys."""
-    cleaned = {}
-    for key, value in state.items():
-        changed = True
-        while changed:
-            changed = False
-            for prefix in _WRAPPER_PREFIXES:
-                if key.startswith(prefix):
-                    key, changed = key[len(prefix) :], True
-        cleaned[key] = value
-    return cleaned
 
 
 def rng_state() -> dict[str, Any]:
@@ -82,39 +61,6 @@ def restore_rng_state(state: Mapping[str, Any]) -> None:
     random.setstate(state["python"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def save_checkpoint(path: Path, state: Mapping[str, Any]) -> None:
-    """Write ``state`` (plus the format marker) to ``path`` atomically."""
-    save_atomically({"format": FORMAT, "version": VERSION, **state}, path, f"the checkpoint {path.name}")
-
-
-def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Read a ddpx checkpoint safely; anything else is a clear error naming the file."""
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"checkpoint '{path}' does not exist. Point to a last.pt or best.pt in a ddpx run folder.")
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:
-        reason = type(exc).__name__
-        refused = re.search(r"Unsupported global: GLOBAL [\w.]+", str(exc))  # a pickled object, refused
-        if refused:
-            reason += f": {refused.group(0)}"
-        raise UserError(
-            f"checkpoint '{path}' cannot be read safely ({reason}). It is corrupt, truncated, not a PyTorch file, "
-            "or holds pickled objects; ddpx loads only tensors and plain values (torch.load weights_only=True). "
-            "Point --resume or train.init_from to a last.pt or best.pt written by ddpx, or to a plain state dict."
-        ) from None
-    if not isinstance(state, dict):
-        raise UserError(f"checkpoint '{path}' holds a {type(state).__name__}, not a state dict or a ddpx checkpoint.")
-    return state
-
-
-def model_state_from(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The model weights in a ddpx checkpoint, or in a plain (possibly DDP-saved) state dict."""
-    weights = state["model"] if state.get("format") == FORMAT else state
-    return strip_wrapper_prefixes(weights)
 
 
 def load_model_weights(model: torch.nn.Module, path: str | Path) -> None:

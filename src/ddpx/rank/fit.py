@@ -18,8 +18,8 @@ from typing import Any
 import torch
 
 from ddpx.contract.errors import UserError
+from ddpx.contract.job import Job
 from ddpx.contract.records import DataRequest, RunSummary, TaskData
-from ddpx.launch.job import Job
 from ddpx.plugin_host.registry import Registry
 from ddpx.rank.distributed import RankEnv, barrier, broadcast_object
 from ddpx.rank.epochs import run_epochs

@@ -9,8 +9,8 @@ from typing import Any
 
 import torch
 
+from ddpx.contract.job import Job
 from ddpx.contract.records import FitContext, TaskData
-from ddpx.launch.job import Job
 from ddpx.plugin_host.registry import Registry
 from ddpx.rank.distributed import RankEnv
 from ddpx.rank.phase_clock import PhaseClock

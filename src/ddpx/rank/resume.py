@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ddpx.contract.errors import UserError
-from ddpx.launch.job import Job
-from ddpx.rank.checkpoint import load_checkpoint
+from ddpx.contract.job import Job
+from ddpx.records.checkpoint_file import check_resumable, load_checkpoint
 
 
 def resume_source(job: Job) -> Path | None:
@@ -57,51 +57,3 @@ def load_resume_state(job: Job, sharded: bool) -> dict[str, Any] | None:
     check_resumable(state, source, job.config, sharded)
     state["source"] = str(source)
     return state
-
-
-def check_init_fits(state: dict[str, Any], source: Path | str, config: dict[str, Any]) -> None:
-    """A ddpx checkpoint given as ``train.init_from`` holds this recipe's model (its ``model.*``
-    keys fix every weight's shape); a plain state dict is checked when the model loads it."""
-    written_for = state.get("recipe", {}).get("model") if isinstance(state.get("recipe"), dict) else None
-    if written_for is not None and written_for != config["model"]:
-        differ = sorted(
-            k for k in set(written_for) | set(config["model"]) if written_for.get(k) != config["model"].get(k)
-        )
-        shown = ", ".join(f"model.{k}={written_for.get(k)!r} there, {config['model'].get(k)!r} here" for k in differ)
-        raise UserError(
-            f"train.init_from '{source}' was written for another model ({shown}); its weights cannot "
-            "start this one. Use a checkpoint of the same model, or set the model keys to match."
-        )
-
-
-def check_resumable(
-    state: dict[str, Any], source: Path | str, config: dict[str, Any], sharded: bool | None = None
-) -> None:
-    """A checkpoint a run can continue from: ddpx's training state, for this recipe's model, and
-    sharded when this recipe's wrapper shards (``sharded``, when known)."""
-    missing = ({"epoch", "ranks"} if state.get("sharded") else {"model", "optimizer", "epoch", "ranks"}) - set(state)
-    if missing:
-        raise UserError(
-            f"checkpoint '{source}' cannot resume a run: it lacks {', '.join(sorted(missing))}. "
-            "Use a last.pt written by ddpx, or start the run afresh."
-        )
-    written = state.get("recipe", {})  # the recipe the checkpoint was written with
-    if written.get("model") != config["model"]:
-        raise UserError(
-            f"checkpoint '{source}' was written for another model ({written.get('model')}); "
-            "resume it with the recipe that wrote it."
-        )
-    written_by = written.get("train", {}).get("select_by", "metric")
-    if written_by != config["train"]["select_by"]:
-        raise UserError(
-            f"checkpoint '{source}' kept its best epoch by train.select_by={written_by}, and this run "
-            f"asks for train.select_by={config['train']['select_by']}: the best so far would mix the two "
-            f"rules. Resume it with train.select_by={written_by}, or start the run afresh."
-        )
-    if sharded is not None and bool(state.get("sharded")) != sharded:
-        wrapper = written.get("train", {}).get("wrapper", "another wrapper")
-        raise UserError(
-            f"checkpoint '{source}' holds {'sharded' if state.get('sharded') else 'whole'} weights and "
-            f"optimizer state (written with train.wrapper={wrapper}), which train.wrapper="
-            f"{config['train']['wrapper']} cannot continue. Resume it with train.wrapper={wrapper}."
-        )

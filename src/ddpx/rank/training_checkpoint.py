@@ -10,11 +10,12 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ddpx.rank.checkpoint import rng_state, save_checkpoint, unwrap
+from ddpx.rank.checkpoint import rng_state, unwrap
 from ddpx.rank.distributed import remember_checkpoint
 from ddpx.rank.rank_run import RankRun
 from ddpx.rank.sharded_checkpoint import remove_other_folders, save_shards, sharded_folder
 from ddpx.rank.stall import BEACON
+from ddpx.records.checkpoint_file import save_checkpoint
 
 
 def gather_rank_states(totals: torch.Tensor, order_left: list[int] | None) -> list[dict[str, Any]]:

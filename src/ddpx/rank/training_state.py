@@ -13,17 +13,18 @@ from typing import Any
 import torch
 
 from ddpx.contract.errors import UserError
+from ddpx.contract.job import Job
 from ddpx.contract.records import TaskData
 from ddpx.contract.specs import MetricSpec, ModelSpec, SamplerSpec, TaskSpec, WrapperSpec
-from ddpx.launch.job import Job
 from ddpx.plugin_host.registry import Registry
 from ddpx.rank.accumulation import optimizer_steps
 from ddpx.rank.batching import training_batches
-from ddpx.rank.checkpoint import load_model_weights, restore_rng_state, strip_wrapper_prefixes
+from ddpx.rank.checkpoint import load_model_weights, restore_rng_state
 from ddpx.rank.distributed import RankEnv
 from ddpx.rank.losses import LossFn, loss_function
 from ddpx.rank.optim import autocast_factory, build_optimizer, build_schedule
 from ddpx.rank.sharded_checkpoint import load_shards
+from ddpx.records.checkpoint_file import strip_wrapper_prefixes
 
 
 @dataclass(frozen=True)

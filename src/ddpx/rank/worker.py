@@ -18,8 +18,8 @@ import sys
 import warnings
 from pathlib import Path
 
-from ddpx.launch.job import Job
-from ddpx.records.atomic_save import RESUME_FIX, disk_full_cause, disk_full_error
+from ddpx.contract.disk_full import RESUME_FIX, disk_full_cause, disk_full_error
+from ddpx.contract.job import Job
 from ddpx.records.failures import record_failure
 
 WORKER_MODULE = "ddpx.rank.worker"
@@ -31,7 +31,7 @@ def _limit_threads(job: Job) -> None:
         return
     import torch
 
-    from ddpx.launch.cpu_threads import cpu_share
+    from ddpx.contract.cpu_threads import cpu_share
 
     torch.set_num_threads(cpu_share(int(os.environ.get("LOCAL_WORLD_SIZE", job.launch.nproc))))
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ddpx.config.values import flatten
+from ddpx.contract.job import Job
 from ddpx.contract.records import RunSummary
 from ddpx.contract.specs import MetricSpec
-from ddpx.launch.job import Job
 from ddpx.records.atomic_save import append_line, write_json_atomically
 from ddpx.records.guarded_tracker import GuardedTracker
 

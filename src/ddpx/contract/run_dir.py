@@ -23,9 +23,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ddpx.contract.disk_full import disk_full_error
 from ddpx.contract.errors import UserError
 from ddpx.contract.names import check_path_name
-from ddpx.records.atomic_save import disk_full_error
 
 DEFAULT_ROOT = "ddpx-runs"
 

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ddpx.launch.settings import LaunchSettings
-from ddpx.records.run_dir import RunDir
+from ddpx.contract.launch_settings import LaunchSettings
+from ddpx.contract.run_dir import RunDir
 
 
 @dataclass

@@ -52,8 +52,10 @@ def test_plugins_and_the_example_import_only_the_public_api():
 
 def test_the_check_catches_an_internal_import(tmp_path):
     plugin = tmp_path / "leaky.py"
-    plugin.write_text("from ddpx.api import hookimpl\n\ndef f():\n    from ddpx.rank.checkpoint import unwrap\n")
-    assert [module for _, module in imported_modules(plugin)] == ["ddpx.api", "ddpx.rank.checkpoint"]
+    plugin.write_text(
+        "from ddpx.api import hookimpl\n\ndef f():\n    from ddpx.rank.checkpoints.rank_state import unwrap\n"
+    )
+    assert [module for _, module in imported_modules(plugin)] == ["ddpx.api", "ddpx.rank.checkpoints.rank_state"]
 
 
 def module_name(path: Path, package: Path) -> str:

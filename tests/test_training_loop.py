@@ -12,11 +12,11 @@ import torch
 from torch.utils.data.distributed import DistributedSampler
 
 from ddpx.plugin_host.registry import load_registry
-from ddpx.rank.accumulation import MicroBatch, optimizer_steps
-from ddpx.rank.epochs import optimizer_step
-from ddpx.rank.optim import build_schedule
-from ddpx.rank.phase_clock import PhaseClock
-from ddpx.rank.world_change import deal, orders_left
+from ddpx.rank.diagnostics.phase_clock import PhaseClock
+from ddpx.rank.loop.accumulation import MicroBatch, optimizer_steps
+from ddpx.rank.loop.epochs import optimizer_step
+from ddpx.rank.loop.optim import build_schedule
+from ddpx.rank.loop.world_change import deal, orders_left
 
 TRAIN = {
     "lr": 0.4,

@@ -63,7 +63,7 @@ def upload_run(
         tracker.log_artifact(path)
     for path in sorted((job.run_dir.path / "model").glob("*")):
         tracker.log_artifact(path, "model")
-    record_result(tracker, job, registry, summary)
+    record_result(tracker, job, registry.task_of(job.config), summary)
     if tracker.error:
         raise UserError(f"the run folder could not be recorded: {tracker.error}. Check --tracking-uri and try again.")
     return tracker

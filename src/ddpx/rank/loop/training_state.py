@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -17,14 +17,17 @@ from ddpx.contract.job import Job
 from ddpx.contract.records import TaskData
 from ddpx.contract.specs import MetricSpec, ModelSpec, SamplerSpec, TaskSpec, WrapperSpec
 from ddpx.plugin_host.registry import Registry
-from ddpx.rank.accumulation import optimizer_steps
-from ddpx.rank.batching import training_batches
-from ddpx.rank.checkpoint import load_model_weights, restore_rng_state
-from ddpx.rank.distributed import RankEnv
-from ddpx.rank.losses import LossFn, loss_function
-from ddpx.rank.optim import autocast_factory, build_optimizer, build_schedule
-from ddpx.rank.sharded_checkpoint import load_shards
+from ddpx.rank.checkpoints.rank_state import load_model_weights, restore_rng_state
+from ddpx.rank.checkpoints.sharded import load_shards
+from ddpx.rank.loop.accumulation import optimizer_steps
+from ddpx.rank.loop.batching import training_batches
+from ddpx.rank.loop.losses import LossFn, loss_function
+from ddpx.rank.loop.optim import autocast_factory, build_optimizer, build_schedule
+from ddpx.rank.process_group.distributed import RankEnv
 from ddpx.records.checkpoint_file import strip_wrapper_prefixes
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ddpx.rank.run_context import RunContext
 
 
 @dataclass(frozen=True)
@@ -138,18 +141,10 @@ def count_batches(data: TaskData, sampler: Any, train: dict[str, Any], device: t
     return count
 
 
-def build_training_state(
-    job: Job,
-    registry: Registry,
-    parts: Components,
-    data: TaskData,
-    env: RankEnv,
-    device: torch.device,
-    resume: dict[str, Any] | None,
-) -> TrainingState:
+def build_training_state(run: RunContext, data: TaskData) -> TrainingState:
     """Everything this rank trains with, in the order that fixes every random draw."""
-    train = job.config["train"]
-    model = build_model(job, parts, data, device, resume)
+    train, parts, env, device, registry = run.train, run.parts, run.env, run.device, run.registry
+    model = build_model(run.job, parts, data, device, run.resume)
     wrapped = parts.wrapper.wrap(model, device)
     step_model = torch.compile(wrapped) if train["compile"] else wrapped
     torch.manual_seed(train["seed"] + 1 + env.rank)  # ranks draw different dropout masks from here on

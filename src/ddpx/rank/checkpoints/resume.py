@@ -20,7 +20,7 @@ from ddpx.records.checkpoint_file import check_resumable, load_checkpoint
 def resume_source(job: Job) -> Path | None:
     """The checkpoint this start of the job continues from, if any: this run folder's, or the one
     an earlier torchrun attempt's rank 0 wrote (on another machine, in a folder they share)."""
-    from ddpx.rank.distributed import remembered_checkpoint
+    from ddpx.rank.process_group.distributed import remembered_checkpoint
 
     own = job.run_dir.last_checkpoint
     if own.is_file():
@@ -40,7 +40,7 @@ def load_resume_state(job: Job, sharded: bool) -> dict[str, Any] | None:
 
     import torch.distributed as dist
 
-    from ddpx.rank.distributed import broadcast_object
+    from ddpx.rank.process_group.distributed import broadcast_object
 
     chosen = resume_source(job) if not dist.is_initialized() or dist.get_rank() == 0 else None
     source = broadcast_object(str(chosen) if chosen else None)

@@ -6,8 +6,14 @@ import pytest
 import torch
 
 from ddpx.contract.errors import UserError
-from ddpx.rank.checkpoints.rank_state import load_model_weights, restore_rng_state, rng_state
-from ddpx.records.checkpoint_file import load_checkpoint, model_state_from, save_checkpoint, strip_wrapper_prefixes
+from ddpx.rank.checkpoints.rank_state import restore_rng_state, rng_state
+from ddpx.records.checkpoint_file import (
+    load_checkpoint,
+    load_model_weights,
+    model_state_from,
+    save_checkpoint,
+    strip_wrapper_prefixes,
+)
 
 
 class Payload:

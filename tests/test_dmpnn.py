@@ -243,7 +243,9 @@ def test_the_noam_schedule_is_chemprops_step_by_step(epochs, warmup, per_epoch):
         theirs,
         steps,
     )
-    got = lr_steps(build_schedule(load_registry(), ours, train, per_epoch), ours, steps)
+    got = lr_steps(
+        build_schedule(load_registry().get("schedules", train["lr_schedule"]), ours, train, per_epoch), ours, steps
+    )
     assert got == pytest.approx(expected, rel=1e-12)
     with pytest.raises(UserError, match="noam warms up by itself"):
         load_registry().get("schedules", "noam").check({**train, "warmup_steps": 5})

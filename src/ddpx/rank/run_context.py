@@ -5,8 +5,10 @@ each thing in turn.
 It owns the job and its run folder, the registry and the recipe's components (looked up once),
 where this rank stands (``env``, ``device``), its console, the checkpoint it continues from
 (rank 0's choice, read on every rank), the tracker (rank 0's; ``None`` elsewhere or with
-``--tracking none``), the checkpoints it writes, and the phase clock and the step profiler. What
-it trains — the task's data and the training state — is set on it as ``fit`` builds them.
+``--tracking none``), and the phase clock and the step profiler. What it trains — the task's
+data and the training state, and with them the evaluation's options — is set on it as ``fit``
+builds them; the training checkpoint (:mod:`ddpx.rank.checkpoints.training`) takes what
+``last.pt`` holds from it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from ddpx.contract.run_dir import RunDir
 from ddpx.contract.specs import MetricSpec
 from ddpx.plugin_host.registry import Registry
 from ddpx.rank.checkpoints.resume import load_resume_state
-from ddpx.rank.checkpoints.training import write_last
 from ddpx.rank.diagnostics.phase_clock import PhaseClock
 from ddpx.rank.diagnostics.progress import RankConsole
 from ddpx.rank.diagnostics.stall import BEACON
@@ -48,6 +49,7 @@ class RunContext:
     tracker: GuardedTracker | None = None  # rank 0's
     data: TaskData | None = None  # set by fit
     state: TrainingState | None = None  # set by fit
+    evaluation: dict[str, Any] = field(default_factory=dict)  # evaluate()'s options on this rank; set by fit
     clock: PhaseClock = field(default_factory=lambda: PhaseClock(torch.device("cpu"), False))  # train.time_phases
     profiler: StepProfiler = field(default_factory=StepProfiler.off)  # train.profile_steps
 
@@ -100,23 +102,21 @@ class RunContext:
             run_dir=self.run_dir.path,
         )
 
-    def evaluation_options(self) -> dict[str, Any]:
-        """The keyword arguments of :func:`ddpx.rank.loop.evaluation.evaluate` for this rank."""
-        return dict(
+    def start_training(self, data: TaskData, state: TrainingState) -> None:
+        """What this rank trains, how it evaluates (the keyword arguments of
+        :func:`ddpx.rank.loop.evaluation.evaluate`), and the diagnostics of its steps: the phase
+        clock, and rank 0's step profiler (its trace in ``profile/``, logged to the tracker)."""
+        self.data, self.state = data, state
+        self.evaluation = dict(
             metric=self.parts.metric,
-            loss_fn=self.state.loss_fn,
+            loss_fn=state.loss_fn,
             rank=self.env.rank,
             world_size=self.env.world_size,
             device=self.device,
             batch_size=self.train["eval_batch_size"],
-            collate_fn=self.data.collate_fn,
-            autocast=self.state.autocast,
+            collate_fn=data.collate_fn,
+            autocast=state.autocast,
         )
-
-    def start_training(self, data: TaskData, state: TrainingState) -> None:
-        """What this rank trains, and the diagnostics of its steps: the phase clock, and rank 0's
-        step profiler (its trace in ``profile/``, logged to the tracker)."""
-        self.data, self.state = data, state
         self.clock = PhaseClock(self.device, self.train["time_phases"])
         self.profiler = StepProfiler(
             self.train["profile_steps"] if self.env.is_main else 0,
@@ -129,10 +129,6 @@ class RunContext:
     def log_artifact(self, path: Path, folder: str | None = None) -> None:
         if self.tracker:
             self.tracker.log_artifact(path, folder)
-
-    def write_checkpoint(self, improved: bool, totals: torch.Tensor) -> None:
-        """``last.pt`` (and ``best.pt`` when ``improved``): every rank takes part, rank 0 writes."""
-        write_last(self, improved, totals)
 
     def record_epoch(self, epoch: int, metrics: Mapping[str, float], improved: bool) -> None:
         """Rank 0: the epoch's metrics into ``metrics.jsonl``, the tracker and the terminal."""

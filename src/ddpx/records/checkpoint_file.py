@@ -1,4 +1,5 @@
-"""A checkpoint file: its format, reading it safely, and whether a run can continue from it.
+"""A checkpoint file: its format, reading it safely (weights into a model too), and whether a run
+can continue from it.
 
 Both sides read checkpoints: the launching process checks ``--resume PATH``, ``--resume auto``'s
 last run and ``train.init_from`` before any rank starts (``ddpx.launch.plan``), and every rank
@@ -12,10 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ddpx.contract.errors import UserError
 from ddpx.records.atomic_save import save_atomically
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
 
 FORMAT = "ddpx-checkpoint"
 VERSION = 1
@@ -117,3 +121,16 @@ def check_resumable(
             f"optimizer state (written with train.wrapper={wrapper}), which train.wrapper="
             f"{config['train']['wrapper']} cannot continue. Resume it with train.wrapper={wrapper}."
         )
+
+
+def load_model_weights(model: torch.nn.Module, path: str | Path) -> None:
+    """Load the weights of checkpoint ``path`` into ``model``; a mismatch is a clear error."""
+    weights = model_state_from(load_checkpoint(path))
+    try:
+        model.load_state_dict(weights)
+    except RuntimeError as exc:
+        first = str(exc).splitlines()[0:2]
+        raise UserError(
+            f"checkpoint '{path}' does not fit this model: {' '.join(first)} "
+            "Use a checkpoint saved by the same recipe and model settings."
+        ) from None

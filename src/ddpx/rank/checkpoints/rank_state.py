@@ -1,20 +1,17 @@
-"""What a rank puts into a checkpoint and takes out of it: the unwrapped model, every RNG state,
-and weights loaded into a model. The file itself (its format, safe reading, whether a run can
-continue from it) is :mod:`ddpx.records.checkpoint_file`, which the launching process reads too.
+"""What a rank puts into a checkpoint and takes out of it besides what the file module reads:
+the plain model inside its wrappers, and every RNG state. The file itself (its format, safe
+reading, weights into a model, whether a run can continue from it) is
+:mod:`ddpx.records.checkpoint_file`, which the launching process reads too.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-
-from ddpx.contract.errors import UserError
-from ddpx.records.checkpoint_file import load_checkpoint, model_state_from
 
 
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:
@@ -61,16 +58,3 @@ def restore_rng_state(state: Mapping[str, Any]) -> None:
     random.setstate(state["python"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def load_model_weights(model: torch.nn.Module, path: str | Path) -> None:
-    """Load the weights of checkpoint ``path`` into ``model``; a mismatch is a clear error."""
-    weights = model_state_from(load_checkpoint(path))
-    try:
-        model.load_state_dict(weights)
-    except RuntimeError as exc:
-        first = str(exc).splitlines()[0:2]
-        raise UserError(
-            f"checkpoint '{path}' does not fit this model: {' '.join(first)} "
-            "Use a checkpoint saved by the same recipe and model settings."
-        ) from None

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ddpx.contract.specs import MetricSpec
+from ddpx.rank.checkpoints.training import write_last
 from ddpx.rank.diagnostics.stall import BEACON
 from ddpx.rank.diagnostics.sync_check import check_parameters_in_sync
 from ddpx.rank.loop.accumulation import MicroBatch, without_gradient_sync
@@ -128,7 +129,7 @@ def train_epoch(run: RunContext, epoch: int, stops: StopRequests) -> torch.Tenso
                 check_parameters_in_sync(state.model, f"step {position.step} of epoch {epoch}")
             log_step(run, loss, grad_norm)
             if position.step < batches and stops.agreed(micro.optimizer_step, device):
-                run.write_checkpoint(False, totals)
+                write_last(run, False, totals)
                 run.registry.pm.hook.ddpx_preempted(context=run.context)
                 raise Preempted(
                     f"stopped on request {position.step} step(s) into epoch {epoch}; "
@@ -209,7 +210,7 @@ def finish_epoch(run: RunContext, epoch: int, totals: torch.Tensor, started: flo
     train_seconds = time.perf_counter() - started
     BEACON.at(f"the end of epoch {epoch}: the dev evaluation and the checkpoint")
     summed = all_reduce_sum(totals)
-    dev = evaluate(state.model, run.data.dev, **run.evaluation_options())
+    dev = evaluate(state.model, run.data.dev, **run.evaluation)
     improved = is_better(dev.metric, dev.loss, state.selection.best, metric, run.train["select_by"])
     if improved:
         state.selection.best, state.selection.best_epoch, state.selection.stale = (dev.metric, dev.loss), epoch, 0
@@ -226,7 +227,7 @@ def finish_epoch(run: RunContext, epoch: int, totals: torch.Tensor, started: flo
     }
     state.position = Position(epoch=epoch)
     with termination_after_records() if run.env.is_main else nullcontext():
-        run.write_checkpoint(improved, torch.zeros(2, dtype=torch.float64))
+        write_last(run, improved, torch.zeros(2, dtype=torch.float64))
         if run.env.is_main:
             run.record_epoch(epoch, metrics, improved)
     run.registry.pm.hook.ddpx_epoch_end(context=run.context, epoch=epoch, metrics=metrics)

@@ -70,7 +70,7 @@ def resume_training(run: RunContext, data: TaskData, state: TrainingState) -> li
         env.world_size,
         partial(run.parts.sampler.build, data.train, seed=train["seed"]),
         train,
-        partial(build_schedule, run.registry, state.optimizer, train, state.optimizer_steps_per_epoch),
+        partial(build_schedule, run.parts.schedule, state.optimizer, train, state.optimizer_steps_per_epoch),
     )
     return lines + ([changed] if changed else [])
 
@@ -102,7 +102,7 @@ def evaluate_heldout(run: RunContext, started: float) -> RunSummary:
     """The best weights on the held-out split, exactly; rank 0 writes the reports and the model."""
     selection, metric = run.state.selection, run.parts.metric
     run.state.model.load_state_dict(selection.best_state)
-    heldout = evaluate(run.state.model, run.data.heldout, keep_predictions=True, **run.evaluation_options())
+    heldout = evaluate(run.state.model, run.data.heldout, keep_predictions=True, **run.evaluation)
     best_weights = gathered(selection.best_state)  # whole tensors of a sharded model, on every rank
     if run.env.is_main:
         folder = run.run_dir.path

@@ -14,7 +14,7 @@ def agree_on_a_stop(rank: int, port: int, out_dir: str) -> None:
 
     import torch.distributed as dist
 
-    from ddpx.rank import signals
+    from ddpx.rank.process_group import signals
 
     signals.CHECK_SECONDS = 0.2  # keep the test short: intervals of about 0.2 s of the slowest rank's steps
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)

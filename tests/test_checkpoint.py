@@ -6,12 +6,11 @@ import pytest
 import torch
 
 from ddpx.contract.errors import UserError
-from ddpx.rank.checkpoint import (
+from ddpx.rank.checkpoints.rank_state import restore_rng_state, rng_state
+from ddpx.records.checkpoint_file import (
     load_checkpoint,
     load_model_weights,
     model_state_from,
-    restore_rng_state,
-    rng_state,
     save_checkpoint,
     strip_wrapper_prefixes,
 )
@@ -79,8 +78,8 @@ def test_a_torchrun_restart_finds_the_checkpoint_an_earlier_rank_0_wrote_elsewhe
 
     import torch.distributed as dist
 
-    from ddpx.rank import distributed
-    from ddpx.rank.resume import resume_source
+    from ddpx.rank.checkpoints.resume import resume_source
+    from ddpx.rank.process_group import distributed
 
     store = dist.TCPStore("127.0.0.1", 0, 1, is_master=True, wait_for_workers=False)
     monkeypatch.setattr(distributed, "JOB_STORE", dist.PrefixStore("ddpx/job/", store))

@@ -26,7 +26,7 @@ from ddpx.plugins.smiles import graph_cache  # noqa: E402
 from ddpx.plugins.smiles.dmpnn import build_dmpnn  # noqa: E402
 from ddpx.plugins.smiles.dmpnn_spec import DMPNN_PARAMS  # noqa: E402
 from ddpx.plugins.smiles.graphs import collate_graphs, graph_outputs, graph_task_data  # noqa: E402
-from ddpx.rank.transfer import to_device  # noqa: E402
+from ddpx.rank.loop.transfer import to_device  # noqa: E402
 
 DEFAULTS = {name: param.default for name, param in DMPNN_PARAMS.items()}
 TINY = {**DEFAULTS, "hidden_size": 24, "ffn_hidden_size": 16, "depth": 2}
@@ -225,7 +225,7 @@ def test_the_noam_schedule_is_chemprops_step_by_step(epochs, warmup, per_epoch):
     from chemprop.schedulers import build_NoamLike_LRSched
 
     from ddpx.plugin_host.registry import load_registry
-    from ddpx.rank.optim import build_schedule
+    from ddpx.rank.loop.optim import build_schedule
 
     train = {
         "lr": 1e-3,
@@ -245,7 +245,9 @@ def test_the_noam_schedule_is_chemprops_step_by_step(epochs, warmup, per_epoch):
         theirs,
         steps,
     )
-    got = lr_steps(build_schedule(load_registry(), ours, train, per_epoch), ours, steps)
+    got = lr_steps(
+        build_schedule(load_registry().get("schedules", train["lr_schedule"]), ours, train, per_epoch), ours, steps
+    )
     assert got == pytest.approx(expected, rel=1e-12)
     with pytest.raises(UserError, match="noam warms up by itself"):
         load_registry().get("schedules", "noam").check({**train, "warmup_steps": 5})

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ddpx.rank.evaluation import shard_bounds
+from ddpx.rank.loop.evaluation import shard_bounds
 
 
 @pytest.mark.parametrize("size", [0, 1, 2, 7, 10, 1001])

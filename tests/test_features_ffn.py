@@ -85,7 +85,7 @@ def test_the_model_is_chemprops_head_on_standardised_features_and_answers_smiles
 
 
 def test_several_labels_with_missing_cells_give_one_output_each_and_a_masked_loss(data_dir):
-    from ddpx.rank.losses import loss_function
+    from ddpx.rank.loop.losses import loss_function
 
     _, _, data = small_task(n_labels=2, features="morgan_count")
     _features, label = data.train[0]

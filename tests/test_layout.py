@@ -1,6 +1,6 @@
-"""The layout the project keeps: plugins import only the public API, no module imports itself
-through others, the core stays in short modules and short functions, and the public API imports
-nothing heavy."""
+"""The layout the project keeps: plugins import only the public API, the core's packages import
+only the layers below them, no module imports itself through others, the core stays in short
+modules and short functions, and the public API imports nothing heavy."""
 
 from __future__ import annotations
 
@@ -88,8 +88,10 @@ def test_the_core_check_catches_an_import_inside_a_function(tmp_path):
 
 def test_the_check_catches_an_internal_import(tmp_path):
     plugin = tmp_path / "leaky.py"
-    plugin.write_text("from ddpx.api import hookimpl\n\ndef f():\n    from ddpx.rank.checkpoint import unwrap\n")
-    assert [module for _, module in imported_modules(plugin)] == ["ddpx.api", "ddpx.rank.checkpoint"]
+    plugin.write_text(
+        "from ddpx.api import hookimpl\n\ndef f():\n    from ddpx.rank.checkpoints.rank_state import unwrap\n"
+    )
+    assert [module for _, module in imported_modules(plugin)] == ["ddpx.api", "ddpx.rank.checkpoints.rank_state"]
 
 
 def module_name(path: Path, package: Path) -> str:
@@ -107,16 +109,17 @@ def _type_checking_only(node: ast.AST) -> bool:
     )
 
 
-def runtime_imports(path: Path, module: str, modules: set[str]) -> dict[str, int]:
+def runtime_imports(path: Path, module: str, modules: set[str], type_checking: bool = False) -> dict[str, int]:
     """The modules of ``modules`` that ``path`` (the module ``module``) imports when it runs,
     each with the line of its first import: at the top or inside functions, relative ones
-    resolved; ``from P import n`` imports ``P.n`` when that is a module, else ``P``."""
+    resolved; ``from P import n`` imports ``P.n`` when that is a module, else ``P``. With
+    ``type_checking``, the imports under ``if TYPE_CHECKING:`` count too."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: dict[str, int] = {}
     nodes: list[ast.AST] = [ast.parse(path.read_text(encoding="utf-8"))]
     while nodes:
         node = nodes.pop()
-        if _type_checking_only(node):
+        if _type_checking_only(node) and not type_checking:
             nodes += node.orelse
             continue
         nodes += ast.iter_child_nodes(node)
@@ -135,10 +138,10 @@ def runtime_imports(path: Path, module: str, modules: set[str]) -> dict[str, int
     return found
 
 
-def import_graph(package: Path) -> dict[str, dict[str, int]]:
+def import_graph(package: Path, type_checking: bool = False) -> dict[str, dict[str, int]]:
     """Each module under ``package`` with the modules of it that it imports (and their lines)."""
     paths = {module_name(path, package): path for path in package.rglob("*.py")}
-    return {module: runtime_imports(path, module, set(paths)) for module, path in paths.items()}
+    return {module: runtime_imports(path, module, set(paths), type_checking) for module, path in paths.items()}
 
 
 def import_circles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
@@ -194,6 +197,83 @@ def test_the_circle_check_catches_a_circle(tmp_path):
         (package / name).write_text(text)
     graph = import_graph(package)
     assert [describe_circle(graph, c) for c in import_circles(graph)] == ["pkg.a:2 -> pkg.b:1 -> pkg.c:1 -> pkg.a"]
+
+
+# The core's layers, ground floor first. A package imports only from the layers below its own:
+# never from a layer above, nor from the other package of its own layer (the parent side,
+# ``launch``, and the rank side, ``rank``, meet only in the records below them). ``api`` and
+# ``__main__`` are the faces on top. The root package ``ddpx`` (its version, and ``ddpx.<name>``
+# handed on from the API) runs before any of its modules, so importing it adds no arrow; the
+# built-in plugins stand outside the core and import only the API (tested above).
+LAYERS = [
+    ("contract",),
+    ("plugin_host",),
+    ("config",),
+    ("records",),
+    ("launch", "rank"),
+    ("testing",),
+    ("cli",),
+    ("api", "__main__"),
+]
+
+
+def layer_package(module: str) -> str | None:
+    """``records`` for ``<root>.records.reports`` and ``api`` for ``<root>.api``; None for the root."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def layer_violations(graph: dict[str, dict[str, int]], layers: list[tuple[str, ...]]) -> list[str]:
+    """``a.b:12 imports a.c.d (c stands at or above b's layer)`` for each import that does not point
+    down; imports within one package, of the root package, or of packages outside ``layers`` are free."""
+    floor = {package: index for index, layer in enumerate(layers) for package in layer}
+    wrong = []
+    for module, imports in sorted(graph.items()):
+        own = layer_package(module)
+        for imported, line in sorted(imports.items()):
+            other = layer_package(imported)
+            if own == other or own not in floor or other not in floor:
+                continue
+            if floor[other] >= floor[own]:
+                wrong.append(f"{module}:{line} imports {imported} ({other} stands at or above {own}'s layer)")
+    return wrong
+
+
+def test_the_core_packages_import_only_the_layers_below():
+    """Imports under ``if TYPE_CHECKING:`` count here: a name a type checker follows is a
+    dependency on its layer all the same."""
+    graph = import_graph(SRC, type_checking=True)
+    missing = {layer_package(m) for m in graph} - {p for layer in LAYERS for p in layer} - {None, "plugins"}
+    assert not missing, f"core packages without a layer in LAYERS: {sorted(missing)}"
+    wrong = layer_violations(graph, LAYERS)
+    assert not wrong, "imports that point up, or across to the other side:\n" + "\n".join(wrong)
+
+
+def test_the_layer_check_catches_an_import_that_points_up(tmp_path):
+    package = tmp_path / "pkg"
+    files = {
+        "__init__.py": "",
+        "low/__init__.py": "",
+        "low/a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.high.b import B\n",
+        "low/c.py": "from . import a\nimport pkg\n",  # its own package, the root: free
+        "left/__init__.py": "",
+        "left/d.py": "def f():\n    from ..right import e\n",  # across, inside a function, relative
+        "right/__init__.py": "",
+        "right/e.py": "from pkg.low import c\n",  # down: free
+        "high/__init__.py": "",
+        "high/b.py": "import pkg.left.d\n",  # down: free
+    }
+    for name, text in files.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(text)
+    layers = [("low",), ("left", "right"), ("high",)]
+    assert layer_violations(import_graph(package, type_checking=True), layers) == [
+        "pkg.left.d:2 imports pkg.right.e (right stands at or above left's layer)",
+        "pkg.low.a:3 imports pkg.high.b (high stands at or above low's layer)",
+    ]
+    assert layer_violations(import_graph(package), layers) == [
+        "pkg.left.d:2 imports pkg.right.e (right stands at or above left's layer)"
+    ]
 
 
 def test_modules_and_functions_stay_short():

@@ -67,8 +67,9 @@ def test_rank_zero_imports_what_its_metric_needs_before_training(task, imported)
     out = python_output(
         "import sys, types\n"
         "from ddpx.plugin_host.registry import load_registry\n"
-        "from ddpx.rank.worker import _import_metric_modules\n"
-        f"_import_metric_modules(types.SimpleNamespace(config={{'task': {task!r}, 'dataset': {{}}}}), load_registry())\n"
+        "from ddpx.rank.run_context import import_metric_modules\n"
+        "registry = load_registry()\n"
+        f"import_metric_modules(registry.get('metrics', registry.task_of({{'task': {task!r}, 'dataset': {{}}}}).metric))\n"
         "print('sklearn.metrics' in sys.modules)\n"
     )
     assert out.strip() == str(imported)

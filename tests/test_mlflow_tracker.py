@@ -7,8 +7,8 @@ import json
 
 from mlflow.tracking import MlflowClient
 
-from ddpx.launch.job import Job
-from ddpx.launch.settings import LaunchSettings
+from ddpx.contract.job import Job
+from ddpx.contract.launch_settings import LaunchSettings
 from ddpx.plugins.trackers.mlflow import MlflowTracker
 from ddpx.plugins.trackers.mlflow.views import VIEW_TAG
 

@@ -5,7 +5,7 @@ import io
 
 from rich.console import Console
 
-from ddpx.rank.progress import EpochBar, RankConsole
+from ddpx.rank.diagnostics.progress import EpochBar, RankConsole
 
 
 class CountedLoss:

@@ -15,9 +15,9 @@ from sklearn.metrics import mean_absolute_error, mean_squared_error, r2_score
 
 from ddpx.plugin_host.registry import load_registry
 from ddpx.plugins.metrics import mae, r2, rmse
-from ddpx.rank.epochs import is_better
-from ddpx.rank.evaluation import Predictions, per_label_metrics
-from ddpx.rank.losses import loss_function
+from ddpx.rank.loop.epochs import is_better
+from ddpx.rank.loop.evaluation import Predictions, per_label_metrics
+from ddpx.rank.loop.losses import loss_function
 from ddpx.records.reports import heldout_reports
 
 SKLEARN = {"rmse": lambda t, o: math.sqrt(mean_squared_error(t, o)), "mae": mean_absolute_error, "r2": r2_score}

@@ -17,7 +17,7 @@ from mlflow.tracking import MlflowClient
 
 from ddpx.plugins.mlp_synthetic.data import make_splits
 from ddpx.plugins.mlp_synthetic.model import MLP
-from ddpx.rank.checkpoint import load_model_weights
+from ddpx.records.checkpoint_file import load_model_weights
 
 pytestmark = pytest.mark.slow  # every test here starts ranks
 

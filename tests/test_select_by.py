@@ -17,8 +17,8 @@ from ddpx.api import UserError
 from ddpx.cli.summary_table import print_summary
 from ddpx.contract.records import RunSummary
 from ddpx.plugin_host.registry import load_registry
-from ddpx.rank.epochs import is_better
-from ddpx.rank.resume import check_resumable
+from ddpx.rank.loop.epochs import is_better
+from ddpx.records.checkpoint_file import check_resumable
 from ddpx.records.tracking import result_note
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")

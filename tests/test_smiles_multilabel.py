@@ -15,8 +15,8 @@ from ddpx.plugins.metrics import roc_auc
 from ddpx.plugins.smiles.csv_table import SmilesTable, read_smiles_csv
 from ddpx.plugins.smiles.data import log_one_class_labels
 from ddpx.plugins.smiles.splits import scaffold_split
-from ddpx.rank.evaluation import Predictions, per_label_metrics
-from ddpx.rank.losses import loss_function
+from ddpx.rank.loop.evaluation import Predictions, per_label_metrics
+from ddpx.rank.loop.losses import loss_function
 
 
 def test_a_gzipped_file_with_missing_cells_reads_as_labels_with_nan(tmp_path):

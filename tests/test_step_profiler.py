@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import torch
 from torch.autograd import DeviceType
 
-from ddpx.rank.step_profiler import SKIPPED_STEPS, WARMUP_STEPS, StepProfiler, device_kernel_us
+from ddpx.rank.diagnostics.step_profiler import SKIPPED_STEPS, WARMUP_STEPS, StepProfiler, device_kernel_us
 
 
 def steps(profiler: StepProfiler, n: int, close: bool = True) -> None:

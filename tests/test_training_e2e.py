@@ -8,7 +8,7 @@ import torch
 from conftest import TEST_RECIPES, orphans
 from mlflow.tracking import MlflowClient
 
-from ddpx.launch.cpu_threads import cpu_share
+from ddpx.contract.cpu_threads import cpu_share
 
 pytestmark = pytest.mark.slow  # every test here starts ranks
 

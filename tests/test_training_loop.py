@@ -12,11 +12,11 @@ import torch
 from torch.utils.data.distributed import DistributedSampler
 
 from ddpx.plugin_host.registry import load_registry
-from ddpx.rank.accumulation import MicroBatch, optimizer_steps
-from ddpx.rank.epochs import optimizer_step
-from ddpx.rank.optim import build_schedule
-from ddpx.rank.phase_clock import PhaseClock
-from ddpx.rank.world_change import deal, orders_left
+from ddpx.rank.diagnostics.phase_clock import PhaseClock
+from ddpx.rank.loop.accumulation import MicroBatch, optimizer_steps
+from ddpx.rank.loop.epochs import optimizer_step
+from ddpx.rank.loop.optim import build_schedule
+from ddpx.rank.loop.world_change import deal, orders_left
 
 TRAIN = {
     "lr": 0.4,
@@ -67,7 +67,7 @@ def test_clipping_scales_the_whole_gradient_to_the_norm_and_reports_the_norm_bef
 
 def rates(train: dict, steps_per_epoch: int, steps: int | None = None) -> list[float]:
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=train["lr"])
-    schedule = build_schedule(load_registry(), optimizer, train, steps_per_epoch)
+    schedule = build_schedule(load_registry().get("schedules", train["lr_schedule"]), optimizer, train, steps_per_epoch)
     seen = []
     for _ in range(steps if steps is not None else train["max_epochs"] * steps_per_epoch):
         seen.append(optimizer.param_groups[0]["lr"])
@@ -94,14 +94,14 @@ def test_a_schedule_with_warmup_continues_from_its_saved_state():
     train = {**TRAIN, "lr_schedule": "cosine", "warmup_steps": 3}
     whole = rates(train, steps_per_epoch=4)
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=train["lr"])
-    schedule = build_schedule(load_registry(), optimizer, train, 4)
+    schedule = build_schedule(load_registry().get("schedules", train["lr_schedule"]), optimizer, train, 4)
     for _ in range(7):
         optimizer.step()
         schedule.step()
     saved_optimizer, saved_schedule = optimizer.state_dict(), schedule.state_dict()
 
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=train["lr"])
-    schedule = build_schedule(load_registry(), optimizer, train, 4)
+    schedule = build_schedule(load_registry().get("schedules", train["lr_schedule"]), optimizer, train, 4)
     optimizer.load_state_dict(saved_optimizer)
     schedule.load_state_dict(saved_schedule)
     continued = []

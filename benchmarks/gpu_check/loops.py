@@ -62,7 +62,7 @@ def plain_resnet_rates(
 def plain_resnet_profile(batch: int, *, stem: str, steps: int, channels_last: bool, bf16: bool, folder: Path) -> Path:
     """The plain loop's steps traced as ddpx's ``train.profile_steps`` traces its own (the same
     warm-up, the same files); returns ``ops.txt``."""
-    from ddpx.rank.step_profiler import SKIPPED_STEPS, WARMUP_STEPS, StepProfiler
+    from ddpx.rank.diagnostics.step_profiler import SKIPPED_STEPS, WARMUP_STEPS, StepProfiler
 
     with plain_resnet_loop(batch, stem=stem, channels_last=channels_last, compile_=False, bf16=bf16) as (step, wait):
         import torch

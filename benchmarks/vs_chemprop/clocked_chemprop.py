@@ -88,7 +88,7 @@ def clocked_chemprop(record: Path, argv: list[str], profile_steps: int = 0) -> N
     import lightning.pytorch as pl
     import torch
 
-    from ddpx.rank.step_profiler import StepProfiler
+    from ddpx.rank.diagnostics.step_profiler import StepProfiler
 
     profiler = StepProfiler(
         profile_steps,

@@ -72,10 +72,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ddpx.contract.cpu_threads import cpu_share, threads_per_rank
 from ddpx.contract.data_dir import DATA_DIR_ENV, data_root
 from ddpx.contract.errors import PluginError, UserError, did_you_mean, listed
+from ddpx.contract.job import Job
+from ddpx.contract.launch_settings import LaunchSettings
 from ddpx.contract.markers import hookimpl
 from ddpx.contract.records import DataRequest, DatasetRecord, FitContext, Param, RunSummary, TaskData
+from ddpx.contract.run_dir import RunDir
 from ddpx.contract.specs import (
     BackendSpec,
     LauncherSpec,
@@ -94,13 +98,9 @@ from ddpx.contract.specs import (
     WrapperSpec,
 )
 from ddpx.contract.terminal import console
-from ddpx.launch.cpu_threads import cpu_share, threads_per_rank
 from ddpx.launch.gpus import local_gpu_count
-from ddpx.launch.job import Job
-from ddpx.launch.settings import LaunchSettings
 from ddpx.launch.supervise import run_supervised
 from ddpx.rank.worker import WORKER_MODULE
-from ddpx.records.run_dir import RunDir
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
@@ -117,7 +117,7 @@ def run_rank(job_file: str) -> None:
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
     """Read a ddpx checkpoint (or a plain state dict) without unpickling objects; a missing,
     unreadable or unsafe file is a :class:`UserError` naming it. Imports torch."""
-    from ddpx.rank.checkpoint import load_checkpoint as _load_checkpoint
+    from ddpx.records.checkpoint_file import load_checkpoint as _load_checkpoint
 
     return _load_checkpoint(path)
 
@@ -125,7 +125,7 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
 def model_state_from(state: dict[str, Any]) -> dict[str, Any]:
     """The model weights in a ddpx checkpoint, or in a plain (possibly DDP-saved) state dict,
     without wrapper prefixes (``module.``, ``_orig_mod.``)."""
-    from ddpx.rank.checkpoint import model_state_from as _model_state_from
+    from ddpx.records.checkpoint_file import model_state_from as _model_state_from
 
     return _model_state_from(state)
 

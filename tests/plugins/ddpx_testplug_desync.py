@@ -8,7 +8,7 @@ import os
 import torch
 
 from ddpx import hookimpl
-from ddpx.rank.checkpoint import unwrap
+from ddpx.rank.checkpoints.rank_state import unwrap
 
 
 @hookimpl

@@ -34,7 +34,7 @@ def register_models(register):
 def ddpx_fit_start(context):
     import torch
 
-    from ddpx.rank.checkpoint import unwrap
+    from ddpx.rank.checkpoints.rank_state import unwrap
 
     state = {k: v.detach().cpu().clone() for k, v in unwrap(context.model).state_dict().items()}
     torch.save(state, context.run_dir / f"start-params-rank{context.rank}.pt")

@@ -72,7 +72,7 @@ class DdpxGroup(click.Group):
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(exc.exit_code)
         except Exception as exc:  # a full disk anywhere else is named too, never a traceback
-            from ddpx.records.atomic_save import disk_full_error
+            from ddpx.contract.disk_full import disk_full_error
 
             full = disk_full_error(exc, None)
             if full is None:

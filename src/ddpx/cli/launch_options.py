@@ -1,5 +1,5 @@
 """The options ``ddpx recipe`` and ``ddpx sweep`` share, built from the one record of launch
-settings (:class:`~ddpx.launch.settings.LaunchSettings`), plus every launcher's own options,
+settings (:class:`~ddpx.contract.launch_settings.LaunchSettings`), plus every launcher's own options,
 which launcher plugins declare (:class:`~ddpx.contract.specs.LaunchOption`) and this module adds
 when the command is parsed or its help shown.
 """
@@ -13,8 +13,8 @@ import click
 
 from ddpx.cli.app import registry_with_warnings
 from ddpx.contract.errors import UserError
+from ddpx.contract.launch_settings import LaunchSettings, parse_node_range
 from ddpx.contract.specs import LaunchOption
-from ddpx.launch.settings import LaunchSettings, parse_node_range
 from ddpx.plugin_host.registry import Registry
 
 LAUNCHER_OPTION_PREFIX = "launcher_option_"

@@ -70,7 +70,7 @@ def read_table(path: str) -> Any:
 def load_predictor(model: str, tracking_uri: str | None) -> Callable[[Any], Any]:
     folder = Path(model)
     if (folder / "model.json").is_file():
-        from ddpx.api import load_table_predictor
+        from ddpx.records.model_export import load_table_predictor
 
         return load_table_predictor(folder)
     if folder.exists() or ("/" in model and ":" not in model):

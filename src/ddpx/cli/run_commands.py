@@ -224,9 +224,9 @@ def at_once(slots) -> str:
 
 def search_command(registry, name, grid, settings, options, dry_run, parallel=1) -> None:
     from ddpx.cli.sweep_report import print_trial, print_trials
+    from ddpx.contract.run_dir import DEFAULT_ROOT
     from ddpx.launch.search import StudyTrials, create_study, parent_run_of, plan_search, search_params
     from ddpx.launch.sweep import run_sweep
-    from ddpx.records.run_dir import DEFAULT_ROOT
     from ddpx.records.study_pictures import study_pictures
 
     search = plan_search(registry, name, grid, settings, options)

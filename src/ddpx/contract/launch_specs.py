@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from ddpx.launch.job import Job
+    from ddpx.contract.job import Job
 
 
 @dataclass(frozen=True)

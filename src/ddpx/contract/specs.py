@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     import torch
     from torch.utils.data import Sampler
 
-    from ddpx.launch.job import Job
+    from ddpx.contract.job import Job
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ddpx.contract.errors import JobFailed, UserError
+from ddpx.contract.job import Job
 from ddpx.contract.records import RunSummary
 from ddpx.launch.gpus import local_gpu_count
-from ddpx.launch.job import Job
 from ddpx.launch.run import prepare_job
 from ddpx.launch.signals import signals_reach_the_ranks
 from ddpx.launch.trial_process import CPUS_VARIABLE, OUTCOME_FILE

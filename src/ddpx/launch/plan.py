@@ -14,10 +14,10 @@ from typing import Any
 from ddpx.config.global_batch import per_rank_batch
 from ddpx.config.recipe import Recipe
 from ddpx.contract.errors import UserError
+from ddpx.contract.job import Job
+from ddpx.contract.launch_settings import LaunchSettings, default_nproc
 from ddpx.contract.specs import LauncherSpec
 from ddpx.launch.gpus import local_gpu_count
-from ddpx.launch.job import Job
-from ddpx.launch.settings import LaunchSettings, default_nproc
 from ddpx.plugin_host.registry import Registry
 
 
@@ -113,14 +113,12 @@ def check_checkpoints(recipe: Recipe, resume: str | None, sharded: bool) -> str 
     now, not on every rank; returns the checkpoint a first start continues from."""
     resume_from = None
     if resume and resume != "auto":
-        from ddpx.rank.checkpoint import load_checkpoint
-        from ddpx.rank.resume import check_resumable
+        from ddpx.records.checkpoint_file import check_resumable, load_checkpoint
 
         check_resumable(load_checkpoint(resume), resume, recipe.config, sharded)
         resume_from = str(Path(resume).resolve())
     if recipe.train["init_from"]:
-        from ddpx.rank.checkpoint import load_checkpoint
-        from ddpx.rank.resume import check_init_fits
+        from ddpx.records.checkpoint_file import check_init_fits, load_checkpoint
 
         check_init_fits(load_checkpoint(recipe.train["init_from"]), recipe.train["init_from"], recipe.config)
     return resume_from

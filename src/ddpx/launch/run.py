@@ -10,15 +10,15 @@ import shutil
 from pathlib import Path
 
 from ddpx.config.recipe import Recipe
+from ddpx.contract.disk_full import RESUME_FIX, disk_full_error, disk_full_message
 from ddpx.contract.errors import JobFailed, UserError
+from ddpx.contract.job import Job
 from ddpx.contract.records import RunSummary
+from ddpx.contract.run_dir import DEFAULT_ROOT, RunDir, latest_run_dir
 from ddpx.contract.specs import LaunchOutcome
-from ddpx.launch.job import Job
 from ddpx.launch.signals import signals_reach_the_ranks
 from ddpx.plugin_host.registry import Registry
-from ddpx.records.atomic_save import RESUME_FIX, disk_full_error, disk_full_message
 from ddpx.records.failures import clear_failures, job_failure
-from ddpx.records.run_dir import DEFAULT_ROOT, RunDir, latest_run_dir
 from ddpx.records.stalls import clear_stalls, describe_stalls, read_stalls
 from ddpx.records.tracking import close_tracking_run
 
@@ -49,8 +49,7 @@ def prepare_run_dir(recipe: Recipe, job: Job) -> RunDir:
 def check_continuable(run_dir: RunDir, recipe: Recipe) -> None:
     """``--resume auto``: the latest run's checkpoint must be one this recipe can continue —
     checked here, before launch, not on every rank."""
-    from ddpx.rank.checkpoint import load_checkpoint
-    from ddpx.rank.resume import check_resumable
+    from ddpx.records.checkpoint_file import check_resumable, load_checkpoint
 
     if run_dir.last_checkpoint.is_file():
         check_resumable(load_checkpoint(run_dir.last_checkpoint), run_dir.last_checkpoint, recipe.config)

@@ -5,7 +5,7 @@ comma grid ``KEY=A,B`` is a choice) with the chosen sampler; every trial is a fu
 job, nested in MLflow under the search's parent run like a grid sweep's trials. The study lives
 in an sqlite file of its own (``ddpx-runs/optuna.db`` unless ``--study-storage`` names one), so
 Optuna's tools can read it. Its direction is the task metric's. After every epoch rank 0 reports
-the dev metric to the trial and the pruner decides for every rank (:mod:`ddpx.rank.pruning`).
+the dev metric to the trial and the pruner decides for every rank (:mod:`ddpx.rank.loop.pruning`).
 
 Everything is checked before the first trial starts: the space, each key (resolved at each
 bound and choice), the launch.
@@ -22,12 +22,12 @@ from typing import Any
 from ddpx.config.recipe import resolve_recipe
 from ddpx.config.search_space import build_pruner, corners, parse_space_arguments, pruner_warmup
 from ddpx.contract.errors import UserError
+from ddpx.contract.launch_settings import LaunchSettings
 from ddpx.contract.records import RunSummary
+from ddpx.contract.run_dir import DEFAULT_ROOT, RunDir
 from ddpx.launch.plan import plan_job
-from ddpx.launch.settings import LaunchSettings
 from ddpx.launch.sweep import Sweep, Trial
 from ddpx.plugin_host.registry import Registry
-from ddpx.records.run_dir import DEFAULT_ROOT, RunDir
 
 SAMPLERS = ("tpe", "random", "grid")
 PRUNERS = ("median", "hyperband", "none")

@@ -26,15 +26,15 @@ from ddpx.config.recipe import Recipe, resolve_recipe
 from ddpx.config.search_space import is_space
 from ddpx.config.values import parse_override
 from ddpx.contract.errors import JobFailed, UserError
+from ddpx.contract.job import Job
+from ddpx.contract.launch_settings import LaunchSettings
 from ddpx.contract.records import RunSummary
-from ddpx.launch.job import Job
+from ddpx.contract.run_dir import DEFAULT_ROOT, RunDir
 from ddpx.launch.parallel_trials import Slot, TrialSource, run_side_by_side
 from ddpx.launch.plan import plan_job
 from ddpx.launch.run import run_job
-from ddpx.launch.settings import LaunchSettings
 from ddpx.plugin_host.registry import Registry
 from ddpx.records.guarded_tracker import GuardedTracker
-from ddpx.records.run_dir import DEFAULT_ROOT, RunDir
 from ddpx.records.tracking import without_system_metrics
 
 

@@ -26,7 +26,7 @@ def pin_to_cores() -> None:
 def run_trial_job(job_file: str) -> int:
     """Launch the prepared job; record its outcome in its run folder and return the exit code."""
     from ddpx.contract.errors import JobFailed, UserError
-    from ddpx.launch.job import Job
+    from ddpx.contract.job import Job
     from ddpx.launch.run import launch_job
     from ddpx.plugin_host.registry import load_registry
     from ddpx.records.atomic_save import write_json_atomically
@@ -44,7 +44,7 @@ def run_trial_job(job_file: str) -> int:
     try:
         write_json_atomically(job.run_dir.path / OUTCOME_FILE, outcome)
     except OSError as exc:  # the sweep reads the status, and the paragraph in trial.log
-        from ddpx.records.atomic_save import disk_full_error
+        from ddpx.contract.disk_full import disk_full_error
 
         full = disk_full_error(exc, job.run_dir.path, "the trial's outcome")
         if full is None:

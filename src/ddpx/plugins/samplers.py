@@ -2,7 +2,7 @@
 epoch) and ``length_bucketed`` (the same shares, with samples of like length side by side).
 
 Both pad the training order so every rank takes the same number of steps — harmless for
-training, which is why evaluation never uses a sampler (see :mod:`ddpx.rank.evaluation`).
+training, which is why evaluation never uses a sampler (see :mod:`ddpx.rank.loop.evaluation`).
 """
 
 from __future__ import annotations

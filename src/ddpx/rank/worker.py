@@ -2,25 +2,29 @@
 
 Launchers call :func:`run_rank` in each process they start (the ``spawn`` launcher), or run
 ``python -m ddpx.rank.worker JOB_FILE`` (``torchrun``, ``srun``). Each rank reads the job,
-loads the plugins, joins the process group from its environment, runs :func:`ddpx.rank.fit.fit`
-and leaves the group on every exit path. Rank 0 alone prints and talks to the tracker. A rank
-that fails records its failure in the run folder (see :mod:`ddpx.records.failures`) and exits 1.
+loads the plugins, joins the process group from its environment, builds its run's context once
+(:class:`ddpx.rank.run_context.RunContext`), runs :func:`ddpx.rank.loop.fit.fit` with it, and
+leaves the group on every exit path. Rank 0 alone prints and talks to the tracker. A rank that
+fails records its failure in the run folder (see :mod:`ddpx.records.failures`) and exits 1.
 """
 
 from __future__ import annotations
 
 import gc
-import importlib
 import json
 import os
 import signal
 import sys
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ddpx.launch.job import Job
-from ddpx.records.atomic_save import RESUME_FIX, disk_full_cause, disk_full_error
+from ddpx.contract.disk_full import RESUME_FIX, disk_full_cause, disk_full_error
+from ddpx.contract.job import Job
 from ddpx.records.failures import record_failure
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ddpx.rank.run_context import RunContext
 
 WORKER_MODULE = "ddpx.rank.worker"
 
@@ -31,7 +35,7 @@ def _limit_threads(job: Job) -> None:
         return
     import torch
 
-    from ddpx.launch.cpu_threads import cpu_share
+    from ddpx.contract.cpu_threads import cpu_share
 
     torch.set_num_threads(cpu_share(int(os.environ.get("LOCAL_WORLD_SIZE", job.launch.nproc))))
 
@@ -39,7 +43,7 @@ def _limit_threads(job: Job) -> None:
 def run_rank(job_file: str) -> None:
     """Run this process's rank of the job in ``job_file``; exit 1 on failure, 75 when preempted,
     130 when interrupted."""
-    from ddpx.rank.signals import Preempted, note_early_request, quiet_stops, raise_terminated
+    from ddpx.rank.process_group.signals import Preempted, note_early_request, quiet_stops, raise_terminated
 
     job = Job.load(job_file)
     rank = int(os.environ.get("RANK", "0"))
@@ -86,11 +90,12 @@ def disk_full_failure(exc: BaseException, job: Job) -> Exception | None:
 
 
 def _run(job: Job) -> None:
+    """Join the world (stall watcher, process group), build the run's context once, and run it."""
     from ddpx.plugin_host.registry import load_registry
-    from ddpx.rank.distributed import RankEnv, device_for, process_group
-    from ddpx.rank.progress import RankConsole
-    from ddpx.rank.resume import load_resume_state
-    from ddpx.rank.stall import BEACON, watching_for_stalls
+    from ddpx.rank.diagnostics.progress import RankConsole
+    from ddpx.rank.diagnostics.stall import BEACON, watching_for_stalls
+    from ddpx.rank.process_group.distributed import RankEnv, device_for, process_group
+    from ddpx.rank.run_context import RunContext
 
     env = RankEnv.from_environ()
     _limit_threads(job)
@@ -102,69 +107,25 @@ def _run(job: Job) -> None:
     with watching_for_stalls(job.run_dir.path, env.rank, job.launch.stall_report_s, report):
         BEACON.at("joining the process group")
         with process_group(backend.name, env, device, timeout_s=job.launch.timeout_s):
-            BEACON.at("reading the checkpoint to continue from")
-            resume = load_resume_state(job, registry.get("wrappers", job.config["train"]["wrapper"]).sharded)
-            BEACON.at("starting the tracking run")
-            tracker = _start_tracker(job, registry, env, device, console, resume) if env.is_main else None
-            if env.is_main:
-                _import_metric_modules(job, registry)
+            run = RunContext.open(job, registry, env, device, console)
             gc.freeze()  # what is loaded by now lives as long as the rank: later collections skip it
-            _fit_and_record(job, registry, env, device, console, tracker, resume)
+            _fit_and_record(run)
 
 
-def _fit_and_record(job, registry, env, device, console, tracker, resume) -> None:
+def _fit_and_record(run: RunContext) -> None:
     """Train; rank 0 closes the tracking run and writes ``summary.json``."""
-    from ddpx.rank.fit import fit
-    from ddpx.rank.signals import Preempted
+    from ddpx.rank.loop.fit import fit
+    from ddpx.rank.process_group.signals import Preempted
 
     try:
-        summary = fit(job, registry, env, device, console, tracker, resume)
+        summary = fit(run)
     except Preempted:
         raise  # the run goes on when started again: its tracking run stays open
     except BaseException as exc:
-        if tracker:
-            tracker.finish(
-                "KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED", error=f"{type(exc).__name__}: {exc}"
-            )
+        run.failed(exc)
         raise
-    if not env.is_main:
-        return
-    summary.run_id = tracker.run_id if tracker else None
-    summary.tracker_hint = tracker.describe() if tracker else None
-    if tracker:
-        from ddpx.records.tracking import record_result
-
-        record_result(tracker, job, registry, summary)
-        summary.tracking_error = tracker.error
-    summary.write(job.run_dir.summary_file)
-
-
-def _import_metric_modules(job: Job, registry) -> None:
-    """Rank 0 computes the dev metric after every epoch: it imports what the metric needs now,
-    not between the first and second epochs while the other ranks wait for it."""
-    metric = registry.get("metrics", registry.task_of(job.config).metric)
-    for module in metric.imports:
-        importlib.import_module(module)
-
-
-def _start_tracker(job, registry, env, device, console, resume):
-    """Rank 0 opens the job's tracking run (with the world size it started on: an elastic job's
-    may be below its most), or continues the run of the checkpoint it resumes, and tags it with
-    the arithmetic it runs on (torch, CPU kernels, threads, GPU)."""
-    from ddpx.rank.distributed import arithmetic_tags
-    from ddpx.records.tracking import start_job_run
-
-    warn = lambda text: console.print(f"[yellow]warning:[/yellow] {text}")  # noqa: E731
-    tracker = start_job_run(
-        registry,
-        job,
-        device.type,
-        warn,
-        resume_run_id=resume.get("tracking_run_id") if resume else None,
-        world_size=env.world_size,
-    )
-    tracker.set_tags(arithmetic_tags(device))  # a resumed run: where it goes on
-    return tracker
+    if run.env.is_main:
+        run.record_result(summary)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -16,8 +16,8 @@ import time
 import traceback
 
 from ddpx.contract.errors import JobFailed, UserError
+from ddpx.contract.run_dir import RunDir
 from ddpx.records.atomic_save import write_json_atomically
-from ddpx.records.run_dir import RunDir
 
 
 def record_failure(run_dir: RunDir, rank: int, exc: BaseException) -> None:

@@ -10,9 +10,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ddpx.contract.disk_full import disk_full_cause
 from ddpx.contract.records import DatasetRecord
 from ddpx.contract.specs import Tracker
-from ddpx.records.atomic_save import disk_full_cause
 
 
 class GuardedTracker:

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ddpx.contract.errors import UserError
+from ddpx.contract.job import Job
 from ddpx.contract.records import RunSummary
-from ddpx.launch.job import Job
+from ddpx.contract.run_dir import RunDir
 from ddpx.records.guarded_tracker import GuardedTracker
-from ddpx.records.run_dir import RunDir
 from ddpx.records.tracking import log_epochs_after, read_tracking_record, record_result, start_job_run
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -63,7 +63,7 @@ def upload_run(
         tracker.log_artifact(path)
     for path in sorted((job.run_dir.path / "model").glob("*")):
         tracker.log_artifact(path, "model")
-    record_result(tracker, job, registry, summary)
+    record_result(tracker, job, registry.task_of(job.config), summary)
     if tracker.error:
         raise UserError(f"the run folder could not be recorded: {tracker.error}. Check --tracking-uri and try again.")
     return tracker

@@ -1,5 +1,5 @@
 """Stall records in the run folder: ``stalls/rank-N.json``, written by a rank whose progress
-stands still (see :mod:`ddpx.rank.stall`), read back by rank 0's report and by the launcher
+stands still (see :mod:`ddpx.rank.diagnostics.stall`), read back by rank 0's report and by the launcher
 when the job fails."""
 
 from __future__ import annotations

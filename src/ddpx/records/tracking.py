@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ddpx.config.values import flatten
+from ddpx.contract.job import Job
 from ddpx.contract.records import RunSummary
-from ddpx.contract.specs import MetricSpec
-from ddpx.launch.job import Job
+from ddpx.contract.specs import MetricSpec, TaskSpec
 from ddpx.records.atomic_save import append_line, write_json_atomically
 from ddpx.records.guarded_tracker import GuardedTracker
 
@@ -87,8 +87,9 @@ def append_metrics(path: Path, record: Mapping[str, Any]) -> None:
     append_line(path, json.dumps(dict(record)))
 
 
-def record_result(tracker: GuardedTracker, job: Job, registry: Registry, summary: RunSummary) -> None:
-    """The end of a run in the tracker: held-out metrics, the note, the best model, FINISHED."""
+def record_result(tracker: GuardedTracker, job: Job, task: TaskSpec, summary: RunSummary) -> None:
+    """The end of a run in the tracker: held-out metrics, the note, the best model (when ``task``
+    can predict with it), FINISHED."""
     tracker.log_metrics(
         {
             **summary.heldout,
@@ -98,7 +99,7 @@ def record_result(tracker: GuardedTracker, job: Job, registry: Registry, summary
         }
     )
     tracker.note(result_note(summary))
-    if job.launch.log_model and registry.task_of(job.config).predictor is not None:
+    if job.launch.log_model and task.predictor is not None:
         tracker.log_model(job.run_dir.path / "model", register=job.launch.register)
     if summary.pruned_after is not None:  # a search's trial: its curve and held-out result kept, marked stopped
         tracker.set_tags({"ddpx.trial_state": "PRUNED", "ddpx.pruned_after_epoch": str(summary.pruned_after)})

@@ -68,9 +68,9 @@ def run_recipe(
 ) -> RunResult:
     """Run ``recipe`` (a name or a .toml path) on ``nproc`` CPU ranks with gloo; raise if it fails."""
     from ddpx.config.recipe import resolve_recipe
+    from ddpx.contract.launch_settings import LaunchSettings
     from ddpx.launch.plan import plan_job
     from ddpx.launch.run import run_job
-    from ddpx.launch.settings import LaunchSettings
     from ddpx.plugin_host.registry import load_registry
 
     base = Path(workdir) if workdir else Path.cwd()

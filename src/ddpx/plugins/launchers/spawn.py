@@ -35,7 +35,7 @@ STOPPED_ON_REQUEST = 75  # a rank's status after a stop request (see ddpx.api.ru
 SOCKET_SUFFIX = len("/pymp-xxxxxxxx/listener-xxxxxxxx")
 # imported once, in the fork server; torch._dynamo too: DistributedDataParallel's constructor imports
 # it (2 CPU-seconds), which every rank paid again (a 3-rank job: 14-16 CPU-s against 9-10 with it here)
-PRELOAD = ["torch.distributed", "torch._dynamo", "ddpx.rank.worker", "ddpx.rank.fit", "ddpx.plugin_host.registry"]
+PRELOAD = ["torch.distributed", "torch._dynamo", "ddpx.rank.worker", "ddpx.rank.loop.fit", "ddpx.plugin_host.registry"]
 
 
 def _host_store(master_addr: str, port: int, one_node: bool):

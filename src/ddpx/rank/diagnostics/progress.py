@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from ddpx.rank.phase_clock import PHASES
+from ddpx.rank.diagnostics.phase_clock import PHASES
 
 
 class RankConsole:

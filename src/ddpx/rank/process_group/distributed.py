@@ -18,7 +18,7 @@ import torch
 import torch.distributed as dist
 
 from ddpx.contract.errors import UserError
-from ddpx.rank.stall import BEACON
+from ddpx.rank.diagnostics.stall import BEACON
 
 REQUIRED_ENV = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK")
 

@@ -1,20 +1,23 @@
 """The training checkpoint: rank 0 writes ``last.pt`` (and ``best.pt`` when the epoch improved)
 with everything needed to continue exactly — every rank's RNG state and partial-epoch sums
 included, gathered from all ranks. A sharded model's tensors go to a torch.distributed.checkpoint
-folder that ``last.pt`` names (:mod:`ddpx.rank.sharded_checkpoint`)."""
+folder that ``last.pt`` names (:mod:`ddpx.rank.checkpoints.sharded`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
 
-from ddpx.rank.checkpoint import rng_state, save_checkpoint, unwrap
-from ddpx.rank.distributed import remember_checkpoint
-from ddpx.rank.rank_run import RankRun
-from ddpx.rank.sharded_checkpoint import remove_other_folders, save_shards, sharded_folder
-from ddpx.rank.stall import BEACON
+from ddpx.rank.checkpoints.rank_state import rng_state, unwrap
+from ddpx.rank.checkpoints.sharded import remove_other_folders, save_shards, sharded_folder
+from ddpx.rank.diagnostics.stall import BEACON
+from ddpx.rank.process_group.distributed import remember_checkpoint
+from ddpx.records.checkpoint_file import save_checkpoint
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ddpx.rank.run_context import RunContext
 
 
 def gather_rank_states(totals: torch.Tensor, order_left: list[int] | None) -> list[dict[str, Any]]:
@@ -29,7 +32,7 @@ def gather_rank_states(totals: torch.Tensor, order_left: list[int] | None) -> li
     return states
 
 
-def checkpoint_contents(run: RankRun, rank_states: list[dict[str, Any]]) -> dict[str, Any]:
+def checkpoint_contents(run: RunContext, rank_states: list[dict[str, Any]]) -> dict[str, Any]:
     state, selection, position = run.state, run.state.selection, run.state.position
     tensors = (
         {
@@ -61,10 +64,10 @@ def checkpoint_contents(run: RankRun, rank_states: list[dict[str, Any]]) -> dict
     }
 
 
-def write_last(run: RankRun, improved: bool, totals: torch.Tensor) -> None:
+def write_last(run: RunContext, improved: bool, totals: torch.Tensor) -> None:
     """Every rank takes part (the RNG states are gathered; a sharded model's shards are written by
     every rank); rank 0 writes the files."""
-    state, last = run.state, run.job.run_dir.last_checkpoint
+    state, last = run.state, run.run_dir.last_checkpoint
     order = state.epoch_order
     rank_states = gather_rank_states(totals, None if order is None else order[state.position.step * state.batch_size :])
     folder = None
@@ -82,4 +85,4 @@ def write_last(run: RankRun, improved: bool, totals: torch.Tensor) -> None:
     save_checkpoint(last, contents)
     remember_checkpoint(str(last))
     if improved:
-        save_checkpoint(run.job.run_dir.best_checkpoint, contents)
+        save_checkpoint(run.run_dir.best_checkpoint, contents)

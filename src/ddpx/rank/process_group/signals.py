@@ -25,7 +25,7 @@ from contextlib import contextmanager
 import torch
 import torch.distributed as dist
 
-from ddpx.rank.stall import BEACON
+from ddpx.rank.diagnostics.stall import BEACON
 
 
 class Terminated(KeyboardInterrupt):

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ddpx.launch.settings import LaunchSettings
-from ddpx.records.run_dir import RunDir
+from ddpx.contract.launch_settings import LaunchSettings
+from ddpx.contract.run_dir import RunDir
 
 
 @dataclass
@@ -29,7 +29,7 @@ class Job:
     resume_from: str | None = None  # the checkpoint a first start continues from
     parent_run_id: str | None = None  # the sweep run this job is a trial of
     tags: dict[str, str] = field(default_factory=dict)  # extra tracking tags (a sweep's trial number, say)
-    search: dict[str, Any] | None = None  # an Optuna trial's link: storage, study, trial_id (rank/pruning.py)
+    search: dict[str, Any] | None = None  # an Optuna trial's link: storage, study, trial_id (rank/loop/pruning.py)
     imports: list[str] = field(default_factory=list)  # slow modules ranks will import: tracker, metric, model
 
     @property

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ddpx.config.search_space import build_pruner
-from ddpx.rank.distributed import broadcast_object
+from ddpx.rank.process_group.distributed import broadcast_object
 
 
 class TrialPruning:

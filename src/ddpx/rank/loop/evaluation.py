@@ -22,11 +22,11 @@ from torch.utils.data import Dataset
 
 from ddpx.contract.errors import UserError
 from ddpx.contract.specs import MetricSpec
-from ddpx.rank.batching import evaluation_batches
-from ddpx.rank.distributed import all_gather_rows, broadcast_object
-from ddpx.rank.losses import LossFn
-from ddpx.rank.stall import BEACON
-from ddpx.rank.transfer import to_device
+from ddpx.rank.diagnostics.stall import BEACON
+from ddpx.rank.loop.batching import evaluation_batches
+from ddpx.rank.loop.losses import LossFn
+from ddpx.rank.loop.transfer import to_device
+from ddpx.rank.process_group.distributed import all_gather_rows, broadcast_object
 
 
 def shard_bounds(size: int, rank: int, world_size: int) -> range:

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from ddpx.rank.stall import BEACON
+from ddpx.rank.diagnostics.stall import BEACON
 
 
 def gathered(state: dict[str, Any]) -> dict[str, torch.Tensor]:

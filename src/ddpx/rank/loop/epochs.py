@@ -8,25 +8,26 @@ from __future__ import annotations
 import math
 import time
 from contextlib import nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ddpx.contract.specs import MetricSpec
-from ddpx.rank.accumulation import MicroBatch, without_gradient_sync
-from ddpx.rank.batching import training_batches
-from ddpx.rank.distributed import all_reduce_sum
-from ddpx.rank.evaluation import evaluate
-from ddpx.rank.pruning import TrialPruning
-from ddpx.rank.rank_run import RankRun
-from ddpx.rank.signals import Preempted, StopRequests, termination_after_records
-from ddpx.rank.stall import BEACON
-from ddpx.rank.sync_check import check_parameters_in_sync
-from ddpx.rank.training_checkpoint import write_last
-from ddpx.rank.training_state import Position, TrainingState, clone_state
-from ddpx.rank.transfer import to_device
-from ddpx.rank.world_change import EpochOrder
-from ddpx.records.tracking import append_metrics, log_epoch
+from ddpx.rank.checkpoints.training import write_last
+from ddpx.rank.diagnostics.stall import BEACON
+from ddpx.rank.diagnostics.sync_check import check_parameters_in_sync
+from ddpx.rank.loop.accumulation import MicroBatch, without_gradient_sync
+from ddpx.rank.loop.batching import training_batches
+from ddpx.rank.loop.evaluation import evaluate
+from ddpx.rank.loop.pruning import TrialPruning
+from ddpx.rank.loop.training_state import Position, TrainingState, clone_state
+from ddpx.rank.loop.transfer import to_device
+from ddpx.rank.loop.world_change import EpochOrder
+from ddpx.rank.process_group.distributed import all_reduce_sum
+from ddpx.rank.process_group.signals import Preempted, StopRequests, termination_after_records
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ddpx.rank.run_context import RunContext
 
 
 def is_better(
@@ -54,11 +55,11 @@ def _channels_last(inputs):
     return inputs
 
 
-def stopping_early(run: RankRun) -> bool:
+def stopping_early(run: RunContext) -> bool:
     return bool(run.train["patience"]) and run.state.selection.stale >= run.train["patience"]
 
 
-def run_epochs(run: RankRun) -> None:
+def run_epochs(run: RunContext) -> None:
     """Train until ``train.max_epochs``, early stopping, or a stop request (raises :class:`Preempted`)."""
     stops = StopRequests(every=run.train["stop_check_every"])
     max_epochs = run.train["max_epochs"]
@@ -78,7 +79,7 @@ def run_epochs(run: RankRun) -> None:
             if stops.agreed(0, run.device, force=True) and epoch < max_epochs:
                 run.registry.pm.hook.ddpx_preempted(context=run.context)
                 raise Preempted(
-                    f"stopped on request after epoch {epoch}; the checkpoint is {run.job.run_dir.last_checkpoint}"
+                    f"stopped on request after epoch {epoch}; the checkpoint is {run.run_dir.last_checkpoint}"
                 )
     finally:
         stops.restore()
@@ -89,7 +90,7 @@ def run_epochs(run: RankRun) -> None:
         )
 
 
-def train_epoch(run: RankRun, epoch: int, stops: StopRequests) -> torch.Tensor:
+def train_epoch(run: RunContext, epoch: int, stops: StopRequests) -> torch.Tensor:
     """One epoch (or its rest, when resumed inside it) on this rank's share; returns this rank's
     [loss sum, sample count]."""
     state, train, device = run.state, run.train, run.device
@@ -132,7 +133,7 @@ def train_epoch(run: RankRun, epoch: int, stops: StopRequests) -> torch.Tensor:
                 run.registry.pm.hook.ddpx_preempted(context=run.context)
                 raise Preempted(
                     f"stopped on request {position.step} step(s) into epoch {epoch}; "
-                    f"the checkpoint is {run.job.run_dir.last_checkpoint}"
+                    f"the checkpoint is {run.run_dir.last_checkpoint}"
                 )
     state.epoch_order = None
     run.profiler.epoch_ended()
@@ -143,14 +144,14 @@ def train_epoch(run: RankRun, epoch: int, stops: StopRequests) -> torch.Tensor:
 
 def epoch_sampler(state: TrainingState, drop_last: bool) -> tuple[Any, int]:
     """This epoch's sampler and micro-batches: the sampler's, or the rest of an epoch continued
-    from another world size (:mod:`ddpx.rank.world_change`)."""
+    from another world size (:mod:`ddpx.rank.loop.world_change`)."""
     if state.epoch_order is None:
         return state.sampler, state.batches_per_epoch
     rounding = math.floor if drop_last else math.ceil
     return EpochOrder(state.epoch_order), rounding(len(state.epoch_order) / state.batch_size)
 
 
-def log_step(run: RankRun, loss: torch.Tensor, grad_norm: torch.Tensor | None) -> None:
+def log_step(run: RunContext, loss: torch.Tensor, grad_norm: torch.Tensor | None) -> None:
     """Every ``train.log_every_n_steps`` optimizer steps rank 0 logs its loss, the learning rate
     and (when clipping) the gradient norm before clipping at the global optimizer step
     (``step/train_loss``, ``step/lr``, ``step/grad_norm``); reading them waits for the step."""
@@ -165,7 +166,7 @@ def log_step(run: RankRun, loss: torch.Tensor, grad_norm: torch.Tensor | None) -
         run.tracker.log_metrics(metrics, step=global_step)
 
 
-def train_step(run: RankRun, inputs, targets, micro: MicroBatch) -> tuple[torch.Tensor, torch.Tensor | None]:
+def train_step(run: RunContext, inputs, targets, micro: MicroBatch) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Forward in the recipe's precision and backward of one micro-batch (its loss divided by the
     micro-batches of its step, gradients synchronised on the last only); after the last, the
     optimizer step. Returns the loss and, when clipping, the gradient norm before clipping."""
@@ -186,7 +187,7 @@ def train_step(run: RankRun, inputs, targets, micro: MicroBatch) -> tuple[torch.
         return loss, optimizer_step(run)
 
 
-def optimizer_step(run: RankRun) -> torch.Tensor | None:
+def optimizer_step(run: RunContext) -> torch.Tensor | None:
     """Clip (on unscaled gradients), step the optimizer, the scaler and the schedule."""
     state, clip = run.state, run.train["clip_grad_norm"]
     grad_norm = None
@@ -202,14 +203,14 @@ def optimizer_step(run: RankRun) -> torch.Tensor | None:
     return grad_norm
 
 
-def finish_epoch(run: RankRun, epoch: int, totals: torch.Tensor, started: float) -> float:
+def finish_epoch(run: RunContext, epoch: int, totals: torch.Tensor, started: float) -> float:
     """Dev evaluation, model selection, the checkpoint, the metrics (run folder, tracker, terminal);
     returns the dev metric."""
     state, metric = run.state, run.parts.metric
     train_seconds = time.perf_counter() - started
     BEACON.at(f"the end of epoch {epoch}: the dev evaluation and the checkpoint")
     summed = all_reduce_sum(totals)
-    dev = evaluate(state.model, run.data.dev, **run.evaluation_options())
+    dev = evaluate(state.model, run.data.dev, **run.evaluation)
     improved = is_better(dev.metric, dev.loss, state.selection.best, metric, run.train["select_by"])
     if improved:
         state.selection.best, state.selection.best_epoch, state.selection.stale = (dev.metric, dev.loss), epoch, 0
@@ -228,9 +229,6 @@ def finish_epoch(run: RankRun, epoch: int, totals: torch.Tensor, started: float)
     with termination_after_records() if run.env.is_main else nullcontext():
         write_last(run, improved, torch.zeros(2, dtype=torch.float64))
         if run.env.is_main:
-            append_metrics(run.job.run_dir.metrics_file, {"epoch": epoch, **metrics})
-            if run.tracker:
-                log_epoch(run.tracker, run.job, epoch, metrics)
-            run.console.epoch_line(epoch, run.train["max_epochs"], metrics, improved)
+            run.record_epoch(epoch, metrics, improved)
     run.registry.pm.hook.ddpx_epoch_end(context=run.context, epoch=epoch, metrics=metrics)
     return dev.metric

@@ -23,8 +23,8 @@ from typing import Any
 
 from torch.utils.data import Sampler
 
-from ddpx.rank.accumulation import optimizer_steps
-from ddpx.rank.training_state import TrainingState
+from ddpx.rank.loop.accumulation import optimizer_steps
+from ddpx.rank.loop.training_state import TrainingState
 
 
 class EpochOrder(Sampler):

@@ -64,10 +64,16 @@ class StallWatcher(threading.Thread):
     stalled ranks' records (``report``) each time the quiet period has passed again."""
 
     def __init__(
-        self, run_dir: Path, rank: int, quiet_s: float, report: Callable[[str], None] | None, beacon: Beacon = BEACON
+        self,
+        run_dir: Path,
+        path: Path,
+        rank: int,
+        quiet_s: float,
+        report: Callable[[str], None] | None,
+        beacon: Beacon = BEACON,
     ):
         super().__init__(name="ddpx-stall-watcher", daemon=True)
-        self.path = stall_file(run_dir, rank)
+        self.path = path  # this rank's record
         self.run_dir, self.rank, self.quiet_s, self.report, self.beacon = run_dir, rank, quiet_s, report, beacon
         self.stopped = threading.Event()
         self._reported_at = 0.0
@@ -125,7 +131,8 @@ def watching_for_stalls(
         return
     if rank == 0:
         clear_stalls(run_dir)  # an earlier attempt's (torchrun restarts the ranks in the same folder)
-    watcher = StallWatcher(run_dir, rank, quiet_s, report)
+    path = stall_file(run_dir, rank)
+    watcher = StallWatcher(run_dir, path, rank, quiet_s, report)
     watcher.start()
     try:
         yield

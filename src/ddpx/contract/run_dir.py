@@ -10,7 +10,7 @@ Layout (``ddpx-runs/<recipe>-<time>/`` by default)::
     stopped.json        why the run stopped early on request (it resumes when started again)
     tracking.json       which tracker run rank 0 logs to
     failures/rank-N.json  what failed on rank N
-    stalls/rank-N.json    where rank N stood still, while it did (see ddpx.rank.stall)
+    stalls/rank-N.json    where rank N stood still, while it did (see ddpx.rank.diagnostics.stall)
     launcher.log        the launcher's own output (torchrun)
     torchrun-logs/      torchrun's per-attempt, per-rank folders (instead of a new one in /tmp per run)
 """
@@ -23,9 +23,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ddpx.contract.disk_full import disk_full_error
 from ddpx.contract.errors import UserError
 from ddpx.contract.names import check_path_name
-from ddpx.records.atomic_save import disk_full_error
 
 DEFAULT_ROOT = "ddpx-runs"
 

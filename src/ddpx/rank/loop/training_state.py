@@ -8,22 +8,34 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ddpx.contract.errors import UserError
+from ddpx.contract.job import Job
 from ddpx.contract.records import TaskData
-from ddpx.contract.specs import MetricSpec, ModelSpec, SamplerSpec, TaskSpec, WrapperSpec
-from ddpx.launch.job import Job
+from ddpx.contract.specs import (
+    MetricSpec,
+    ModelSpec,
+    OptimizerSpec,
+    SamplerSpec,
+    ScheduleSpec,
+    TaskSpec,
+    WrapperSpec,
+)
 from ddpx.plugin_host.registry import Registry
-from ddpx.rank.accumulation import optimizer_steps
-from ddpx.rank.batching import training_batches
-from ddpx.rank.checkpoint import load_model_weights, restore_rng_state, strip_wrapper_prefixes
-from ddpx.rank.distributed import RankEnv
-from ddpx.rank.losses import LossFn, loss_function
-from ddpx.rank.optim import autocast_factory, build_optimizer, build_schedule
-from ddpx.rank.sharded_checkpoint import load_shards
+from ddpx.rank.checkpoints.rank_state import restore_rng_state
+from ddpx.rank.checkpoints.sharded import load_shards
+from ddpx.rank.loop.accumulation import optimizer_steps
+from ddpx.rank.loop.batching import training_batches
+from ddpx.rank.loop.losses import LossFn, loss_function
+from ddpx.rank.loop.optim import autocast_factory, build_optimizer, build_schedule
+from ddpx.rank.process_group.distributed import RankEnv
+from ddpx.records.checkpoint_file import load_model_weights, strip_wrapper_prefixes
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ddpx.rank.run_context import RunContext
 
 
 @dataclass(frozen=True)
@@ -35,6 +47,8 @@ class Components:
     metric: MetricSpec
     sampler: SamplerSpec
     wrapper: WrapperSpec
+    optimizer: OptimizerSpec
+    schedule: ScheduleSpec
 
     @classmethod
     def of(cls, job: Job, registry: Registry) -> Components:
@@ -46,6 +60,8 @@ class Components:
             metric=registry.get("metrics", task.metric),
             sampler=registry.get("samplers", train["sampler"]),
             wrapper=registry.get("wrappers", train["wrapper"]),
+            optimizer=registry.get("optimizers", train["optimizer"], key="train.optimizer"),
+            schedule=registry.get("schedules", train["lr_schedule"], key="train.lr_schedule"),
         )
 
 
@@ -137,24 +153,16 @@ def count_batches(data: TaskData, sampler: Any, train: dict[str, Any], device: t
     return count
 
 
-def build_training_state(
-    job: Job,
-    registry: Registry,
-    parts: Components,
-    data: TaskData,
-    env: RankEnv,
-    device: torch.device,
-    resume: dict[str, Any] | None,
-) -> TrainingState:
+def build_training_state(run: RunContext, data: TaskData) -> TrainingState:
     """Everything this rank trains with, in the order that fixes every random draw."""
-    train = job.config["train"]
-    model = build_model(job, parts, data, device, resume)
+    train, parts, env, device = run.train, run.parts, run.env, run.device
+    model = build_model(run.job, parts, data, device, run.resume)
     wrapped = parts.wrapper.wrap(model, device)
     step_model = torch.compile(wrapped) if train["compile"] else wrapped
     torch.manual_seed(train["seed"] + 1 + env.rank)  # ranks draw different dropout masks from here on
     sampler = parts.sampler.build(data.train, rank=env.rank, world_size=env.world_size, seed=train["seed"])
     batches = count_batches(data, sampler, train, device)
-    optimizer = build_optimizer(registry, wrapped.parameters(), train)
+    optimizer = build_optimizer(parts.optimizer, wrapped.parameters(), train)
     return TrainingState(
         model=model,
         wrapped=wrapped,
@@ -164,7 +172,7 @@ def build_training_state(
         batch_size=train["batch_size"],
         accumulate=train["accumulate"],
         optimizer=optimizer,
-        scheduler=build_schedule(registry, optimizer, train, optimizer_steps(batches, train["accumulate"])),
+        scheduler=build_schedule(parts.schedule, optimizer, train, optimizer_steps(batches, train["accumulate"])),
         scaler=torch.amp.GradScaler(device.type, enabled=train["precision"] == "fp16"),
         loss_fn=loss_function(parts.task.loss),
         autocast=autocast_factory(device, train["precision"]),

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ddpx.plugin_host.registry import Registry
+from ddpx.contract.specs import OptimizerSpec, ScheduleSpec
 
 
 def seed_everything(seed: int) -> None:
@@ -21,8 +21,9 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def build_optimizer(registry: Registry, parameters, train: Mapping[str, Any]) -> torch.optim.Optimizer:
-    return registry.get("optimizers", train["optimizer"], key="train.optimizer").build(parameters, train)
+def build_optimizer(spec: OptimizerSpec, parameters, train: Mapping[str, Any]) -> torch.optim.Optimizer:
+    """``train.optimizer``'s optimizer (``spec``) over ``parameters``."""
+    return spec.build(parameters, train)
 
 
 def warmup_steps(train: Mapping[str, Any], total_steps: int) -> int:
@@ -31,13 +32,13 @@ def warmup_steps(train: Mapping[str, Any], total_steps: int) -> int:
 
 
 def build_schedule(
-    registry: Registry, optimizer: torch.optim.Optimizer, train: Mapping[str, Any], steps_per_epoch: int
+    spec: ScheduleSpec, optimizer: torch.optim.Optimizer, train: Mapping[str, Any], steps_per_epoch: int
 ):
     """The per-optimizer-step learning-rate schedule over the whole run — a linear warm-up, then
-    the recipe's schedule over the remaining steps — or ``None`` for a constant rate."""
+    the recipe's schedule (``train.lr_schedule``'s ``spec``) over the remaining steps — or
+    ``None`` for a constant rate."""
     total = max(1, train["max_epochs"] * steps_per_epoch)
     warmup = min(warmup_steps(train, total), total - 1)
-    spec = registry.get("schedules", train["lr_schedule"], key="train.lr_schedule")
     main = spec.build(optimizer, {**train, "steps_per_epoch": steps_per_epoch}, total - warmup)
     if warmup <= 0:
         return main

@@ -45,7 +45,7 @@ def print_table(study, recorded) -> None:
 
 def study_folder(spec, runs_dir: str | None):
     """The folder of this study file's latest run that made its choice."""
-    from ddpx.records.run_dir import DEFAULT_ROOT
+    from ddpx.contract.run_dir import DEFAULT_ROOT
     from ddpx.records.study_records import StudyDir
 
     root = Path(runs_dir or DEFAULT_ROOT).resolve() / "studies"

@@ -22,13 +22,13 @@ from typing import Any
 
 from ddpx.config.recipe import resolve_recipe
 from ddpx.config.study_file import StudySpec
+from ddpx.contract.launch_settings import LaunchSettings
+from ddpx.contract.run_dir import DEFAULT_ROOT, RunDir
 from ddpx.launch.parallel_trials import Slot, run_side_by_side
 from ddpx.launch.plan import plan_job
-from ddpx.launch.settings import LaunchSettings
 from ddpx.launch.sweep import PlannedTrials, Trial, check_waits, link_to_parent, run_trial
 from ddpx.plugin_host.registry import Registry
 from ddpx.records.guarded_tracker import GuardedTracker
-from ddpx.records.run_dir import DEFAULT_ROOT, RunDir
 from ddpx.records.study_records import (
     RecordedChoice,
     RunRecord,

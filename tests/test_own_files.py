@@ -86,6 +86,7 @@ def test_a_word_labelled_semicolon_file_trains_like_the_comma_file_and_predicts_
     model = (tmp_path / "words").glob("ddpx-runs/*/model")
     result = ddpx_here("predict", str(next(model)), str(new), "--output", str(out))
     assert result.returncode == 0, result.output
+    assert "2 row(s) the model cannot read were left unanswered (line 3, 4 of" in result.stderr
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
     answered = [rows[0], rows[3]]  # a screening file: the readable rows answered, the others marked
     assert [r["predicted"] for r in answered] == ["yes" if float(r["probability"]) >= 0.5 else "no" for r in answered]

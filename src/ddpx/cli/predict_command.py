@@ -114,3 +114,18 @@ def predict_command(model, input_path, output, tracking_uri) -> None:
         click.echo(f"ddpx: {len(predictions)} prediction(s) written to {output}", err=True)
     else:
         predictions.to_csv(sys.stdout, index=False)
+    unanswered = unanswered_rows(predictions)
+    if unanswered:
+        rows = ", ".join(str(i + 2) for i in unanswered[:5]) + (", ..." if len(unanswered) > 5 else "")
+        click.echo(
+            f"ddpx: {len(unanswered)} row(s) the model cannot read were left unanswered (line {rows} of "
+            f"{input_path}); the 'problem' column says why for each.",
+            err=True,
+        )
+
+
+def unanswered_rows(predictions) -> list[int]:
+    """The rows a task's predictor marked in its ``problem`` column (``TablePredictor``'s convention)."""
+    if "problem" not in getattr(predictions, "columns", ()):
+        return []
+    return [i for i, problem in enumerate(predictions["problem"]) if isinstance(problem, str) and problem]

@@ -29,8 +29,8 @@ class TablePredictor:
     ``predict(model, info, table)`` takes the eval-mode model, :attr:`TaskData.info` and a pandas
     ``DataFrame`` of inputs (a ``smiles`` column, say) and returns a ``DataFrame`` of outputs (a
     ``probability`` column, say); a table it cannot read is a :class:`UserError` naming the columns
-    it needs. ``example(info)`` is a small input table: the logged model's input example, from
-    which its signature is inferred.
+    it needs, rows it cannot read are left empty with a reason in a ``problem`` column (``ddpx
+    predict`` counts them). ``example(info)`` is a small input table: the logged model's example.
     """
 
     predict: Callable[[Any, Mapping[str, Any], Any], Any]

@@ -133,22 +133,30 @@ def start_and_join(job: Job) -> LaunchOutcome:
     }
     if settings.master_port is not None:
         env["MASTER_PORT"] = str(settings.master_port)
-    with threads_per_rank(settings.nproc):
-        environment = {**os.environ, **env}
-        processes = [
-            context.Process(
-                target=_rank_entry,
-                name=f"ddpx-rank-{local_rank}",
-                daemon=False,
-                args=(local_rank, str(job.run_dir.job_file), environment, settings.node_rank, settings.nproc, ports),
-            )
-            for local_rank in range(settings.nproc)
-        ]
-        for process in processes:
-            process.start()
+    processes: list = []
     try:
+        with threads_per_rank(settings.nproc):
+            environment = {**os.environ, **env}  # with this rank's share of the cores (OMP_NUM_THREADS)
+            processes = [
+                context.Process(
+                    target=_rank_entry,
+                    name=f"ddpx-rank-{local_rank}",
+                    daemon=False,
+                    args=(
+                        local_rank,
+                        str(job.run_dir.job_file),
+                        environment,
+                        settings.node_rank,
+                        settings.nproc,
+                        ports,
+                    ),
+                )
+                for local_rank in range(settings.nproc)
+            ]
+            for process in processes:
+                process.start()
         status = join_ranks(processes)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # while the ranks start, too: those started are stopped, none left behind
         stop_ranks(processes, signal.SIGINT)  # rank 0 marks its run KILLED
         return LaunchOutcome(130)
     first_rank = settings.node_rank * settings.nproc

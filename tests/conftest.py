@@ -32,6 +32,7 @@ LONGEST_FIRST = [
     "test_training_e2e.py",
     "test_signals_and_nodes.py",
     "test_resume.py",
+    "test_study.py",
     "test_slurm.py",
     "test_sweep_and_runs.py",
     "test_dmpnn.py",

@@ -111,7 +111,8 @@ def environment() -> dict[str, str]:
 
 
 def run_study(folder: Path, tracking_uri: str, experiment: str, stop_after: int | None = None):
-    """``ddpx study run`` in ``folder``; with ``stop_after`` N, Ctrl-C once N runs have ended."""
+    """``ddpx study run`` in ``folder``; with ``stop_after`` N, SIGTERM (``kill``; Ctrl-C does the same,
+    where a shell has not made the process ignore it) once N runs have ended."""
     args = [sys.executable, "-m", "ddpx", "study", "run", "s.toml", "--tracking-uri", tracking_uri]
     args += ["--experiment", experiment]
     process = subprocess.Popen(
@@ -122,7 +123,7 @@ def run_study(folder: Path, tracking_uri: str, experiment: str, stop_after: int 
         lines.append(line)
         ended += line.startswith("ddpx: run ")
         if stop_after is not None and ended == stop_after:
-            process.send_signal(signal.SIGINT)
+            process.send_signal(signal.SIGTERM)
             stop_after = None
     stderr = process.stderr.read()
     return process.wait(timeout=120), "".join(lines), stderr

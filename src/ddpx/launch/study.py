@@ -26,6 +26,7 @@ from ddpx.contract.launch_settings import LaunchSettings
 from ddpx.contract.run_dir import DEFAULT_ROOT, RunDir
 from ddpx.launch.parallel_trials import Slot, run_side_by_side
 from ddpx.launch.plan import plan_job
+from ddpx.launch.signals import signals_reach_the_ranks
 from ddpx.launch.sweep import PlannedTrials, Trial, check_waits, link_to_parent, run_trial
 from ddpx.plugin_host.registry import Registry
 from ddpx.records.guarded_tracker import GuardedTracker
@@ -161,13 +162,14 @@ def run_study(
         trial.job.tags = {**trial.job.tags, "ddpx.study.set": trial.set_name, "ddpx.study.candidate": trial.candidate}
 
     try:
-        if slots and len(slots) > 1:
-            run_side_by_side(registry, PlannedTrials(study.to_run), slots, begin, ended)
-        else:
-            for trial in study.to_run:
-                begin(trial)
-                run_trial(registry, trial, parent.run_id)
-                ended(trial)
+        with signals_reach_the_ranks():  # SIGTERM between two runs stops the study as Ctrl-C does
+            if slots and len(slots) > 1:
+                run_side_by_side(registry, PlannedTrials(study.to_run), slots, begin, ended)
+            else:
+                for trial in study.to_run:
+                    begin(trial)
+                    run_trial(registry, trial, parent.run_id)
+                    ended(trial)
     except BaseException as exc:
         parent.finish("KILLED", error=f"the study was stopped: {exc}; the same command goes on where it stopped")
         raise

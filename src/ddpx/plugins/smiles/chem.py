@@ -38,13 +38,3 @@ def murcko_scaffold(smiles: str) -> str:
         return MurckoScaffold.MurckoScaffoldSmiles(smiles=smiles, includeChirality=False)
     except (ValueError, RuntimeError):
         return ""
-
-
-def rdkit_parses(smiles: list[str]) -> list[bool] | None:
-    """Which SMILES RDKit parses (as the graph and features models read them); ``None`` without
-    RDKit, where a model of SMILES tokens reads every row."""
-    try:
-        Chem = require_rdkit("checking the SMILES")
-    except UserError:
-        return None
-    return [Chem.MolFromSmiles(s) is not None for s in smiles]

@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from ddpx.api import DataRequest, TaskData
-from ddpx.plugins.smiles.chem import canonicalizer, rdkit_parses
+from ddpx.plugins.smiles.chem import canonicalizer
 from ddpx.plugins.smiles.csv_table import SmilesTable, read_smiles_csv
 from ddpx.plugins.smiles.dataset import SmilesDataset, collate
 from ddpx.plugins.smiles.download import ensure_file
 from ddpx.plugins.smiles.enumeration import EnumeratedSmilesDataset, encoded, enumerate_all
 from ddpx.plugins.smiles.file_checks import dataset_path, label_columns
-from ddpx.plugins.smiles.parsed_rows import parsed_splits
 from ddpx.plugins.smiles.scaling import SCALER_KEY, fit_scaler, standardised
 from ddpx.plugins.smiles.splits import random_split, scaffold_split
 from ddpx.plugins.smiles.tokenizer import Vocabulary
@@ -56,28 +55,7 @@ def build_smiles_data(
         from ddpx.plugins.smiles.vectors import vector_task_data
 
         return vector_task_data(table.smiles, splits, labels, info, source, request.log, p["molecule_features"])
-    return token_task_data(
-        table, *parsed_only(table, splits, labels, source, request.log), info, p, request.seed, source
-    )
-
-
-def parsed_only(table: SmilesTable, splits, labels, source: str, log: Callable[[str], None]):
-    """The splits without the molecules RDKit cannot parse, as every model family leaves them out
-    (the graph and features models have no input for them), so two families on one file train on
-    the same molecules; all of them where RDKit is not installed."""
-    parsed = rdkit_parses(table.smiles)
-    if parsed is None or all(parsed):
-        return splits, labels
-    kept = parsed_splits(
-        splits,
-        labels,
-        parsed,
-        source,
-        log,
-        empty="so no model has anything to train or score there.",
-        skipped="every model family leaves them out, so they are left out of their split.",
-    )
-    return {name: rows for name, (rows, _) in kept.items()}, {name: values for name, (_, values) in kept.items()}
+    return token_task_data(table, splits, labels, info, p, request.seed, source)
 
 
 def read_table(path: Path, p: Mapping[str, Any], regression: bool, log: Callable[[str], None]) -> SmilesTable:

@@ -1,5 +1,7 @@
 """Vision tasks through torchvision: ``mnist`` with the ``convnet`` model (recipe
-``mnist_convnet``) and ``cifar10`` with ``resnet18`` (recipe ``cifar10_resnet18``)."""
+``mnist_convnet``), ``cifar10`` with ``resnet18`` (recipe ``cifar10_resnet18``), and
+``image_folder``, your own images in a folder per class (``image_folder_resnet18``,
+``image_folder_convnet``)."""
 
 from __future__ import annotations
 
@@ -106,13 +108,14 @@ def build_resnet18(params, info):
     return resnet18(info["num_classes"], params["stem"])
 
 
-def image_predictor(mean, std) -> TablePredictor:
-    """Images (a ``path`` or an ``image`` column) in, the ``predicted`` class and its ``probability`` out."""
+def image_predictor(mean=None, std=None) -> TablePredictor:
+    """Images (a ``path`` or an ``image`` column) in, the ``predicted`` class and its ``probability`` out;
+    normalised by ``mean`` and ``std``, or by the training split's own (``info``) when not given."""
 
     def predict(model, info, table):
         from ddpx.plugins.vision.predict import predict_images
 
-        return predict_images(model, info, table, mean, std)
+        return predict_images(model, info, table, mean or info["mean"], std or info["std"])
 
     def example(info):
         from ddpx.plugins.vision.predict import example_images
@@ -152,6 +155,32 @@ def register_tasks(register):
             predictor=image_predictor(CIFAR_MEAN, CIFAR_STD),
         )
     )
+    from ddpx.plugins.vision.image_folder import IMAGE_FOLDER_PARAMS
+
+    register(
+        TaskSpec(
+            "image_folder",
+            "your own images, a folder per class (PNG, JPEG, any size); held-out = a fixed stratified share",
+            build_image_folder,
+            loss="cross_entropy",
+            metric="accuracy",
+            params=IMAGE_FOLDER_PARAMS,
+            check=check_image_folder,
+            predictor=image_predictor(),
+        )
+    )
+
+
+def build_image_folder(request):
+    from ddpx.plugins.vision.image_folder import build_image_folder as build
+
+    return build(request)
+
+
+def check_image_folder(params):
+    from ddpx.plugins.vision.image_folder import check_image_folder as check
+
+    check(params)
 
 
 @hookimpl
@@ -177,3 +206,5 @@ def register_models(register):
 def register_recipes(register):
     register(_recipe("mnist_convnet"))
     register(_recipe("cifar10_resnet18"))
+    register(_recipe("image_folder_resnet18"))
+    register(_recipe("image_folder_convnet"))

@@ -82,17 +82,18 @@ def check_targets(targets: torch.Tensor, num_classes: int, what: str) -> None:
         )
 
 
-def build_image_splits(request: DataRequest, train_set, test_set, spec: ImageSpec, info: dict) -> TaskData:
+def build_image_splits(
+    request: DataRequest, train_set, test_set, spec: ImageSpec, info: dict, source: str | None = None
+) -> TaskData:
+    """``source``: where the images came from (default: the task's data folder)."""
     (train_images, train_targets), (test_images, test_targets) = train_set, test_set
     from ddpx.plugins.vision.sources import dataset_root
 
+    source = source or str(dataset_root(request.params))
     for targets, split in ((train_targets, "training"), (test_targets, "test")):
-        check_targets(targets, info["num_classes"], f"{split} set in {dataset_root(request.params)}")
+        check_targets(targets, info["num_classes"], f"{split} set in {source}")
     train_idx, dev_idx = stratified_dev_split(
-        train_targets,
-        request.params["dev_fraction"],
-        request.seed,
-        f"the training set in {dataset_root(request.params)}",
+        train_targets, request.params["dev_fraction"], request.seed, f"the training set in {source}"
     )
     splits = {
         "train": (train_images[train_idx], train_targets[train_idx], True),
@@ -118,5 +119,5 @@ def build_image_splits(request: DataRequest, train_set, test_set, spec: ImageSpe
         dev=made["dev"],
         heldout=made["heldout"],
         info={**info, "loader": loader},
-        source=str(dataset_root(request.params)),
+        source=source,
     )

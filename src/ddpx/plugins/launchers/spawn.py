@@ -157,7 +157,8 @@ def start_and_join(job: Job) -> LaunchOutcome:
                 process.start()
         status = join_ranks(processes)
     except KeyboardInterrupt:  # while the ranks start, too: those started are stopped, none left behind
-        stop_ranks(processes, signal.SIGINT)  # rank 0 marks its run KILLED
+        started = [p for p in processes if p.pid is not None]  # a rank not started yet has nothing to stop
+        stop_ranks(started, signal.SIGINT)  # rank 0 marks its run KILLED
         return LaunchOutcome(130)
     first_rank = settings.node_rank * settings.nproc
     killed = tuple(

@@ -72,14 +72,15 @@ def test_a_word_labelled_semicolon_file_trains_like_the_comma_file_and_predicts_
 ):
     comma = write_smiles_csv(tmp_path / "comma.csv", n=150, bom=False)
     words = rewritten(comma, tmp_path / "words.csv", ";", bom=True, words=("no", "yes"))
+    tab = rewritten(comma, tmp_path / "tab.tsv", "\t", bom=True)
     heldout = []
-    for path in (comma, words):
+    for path in (comma, words, tab):
         folder = tmp_path / path.stem
         folder.mkdir()
         keys = [f"dataset.path={path}", "dataset.label_column=p_np", "train.max_epochs=1", "model.embedding_dim=16"]
         result = job_here("smiles_csv_rnn", *keys, cwd=folder)
         heldout.append(json.loads((result.run_dirs()[0] / "summary.json").read_text())["heldout"])
-    assert heldout[0] == heldout[1]  # the same molecules, the same labels, the same run
+    assert heldout[0] == heldout[1] == heldout[2]  # the same molecules, the same labels, the same run
     new = tmp_path / "new.csv"
     new.write_text('smiles\nCCOCl\n""\nC\u20acC\nc1ccccc1O\n', encoding="utf-8")  # an empty cell, a euro sign
     out = tmp_path / "predictions.csv"

@@ -12,9 +12,10 @@ from ddpx.contract.errors import UserError
 
 def print_run(trial) -> None:
     """One line as a run ends: its dev value, never its held-out one (the choice is not made yet)."""
+    from ddpx.cli.sweep_report import dev_text
+
     if trial.status == "FINISHED" and trial.summary is not None:
-        summary = trial.summary
-        detail = f"dev_{summary.metric} {summary.best_dev:.4f} (epoch {summary.best_epoch})"
+        detail = f"{dev_text(trial)} (epoch {trial.summary.best_epoch})"
     else:
         detail = f"FAILED: {(trial.error or 'no error recorded').strip().splitlines()[0]}"
     click.echo(f"ddpx: run {trial.number} ({trial.label}): {detail}")
@@ -58,9 +59,7 @@ def study_folder(spec, runs_dir: str | None):
             f"study '{spec.name}' ({spec.path}) has made no choice under {root}: run `ddpx study run "
             f"{spec.path}` to the end first (or give --run-dir where its runs are)."
         )
-    folder = StudyDir(root, spec.name, spec.digest, "")
-    folder.path = found[-1]
-    return folder
+    return StudyDir.at(found[-1])
 
 
 def exported(source: Path, runs_dir: str | None) -> dict:

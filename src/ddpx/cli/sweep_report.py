@@ -20,7 +20,7 @@ def _metric_text(trial: Trial) -> str:
     return f"{name} {value:.4f}"
 
 
-def _dev_text(trial: Trial) -> str:
+def dev_text(trial: Trial) -> str:
     """``dev_accuracy 0.9120``: what a trial shows while the sweep still chooses (never its held-out value)."""
     summary = trial.summary
     if summary is None or summary.best_dev is None:
@@ -46,7 +46,7 @@ def print_trial(trial: Trial) -> None:
     mark = {"FINISHED": "[green]done[/green]", "PRUNED": "[yellow]pruned[/yellow]"}.get(
         trial.status, "[red]FAILED[/red]"
     )
-    detail = _error_text(trial.error) if trial.status == "FAILED" else _dev_text(trial)
+    detail = _error_text(trial.error) if trial.status == "FAILED" else dev_text(trial)
     if trial.status == "PRUNED":
         detail += f" (stopped after epoch {trial.summary.pruned_after})"
     console().print(f"{mark} trial {trial.number} ({trial.label}): {detail}", highlight=False, soft_wrap=True)
@@ -67,7 +67,7 @@ def print_trials(sweep: Sweep, title: str) -> None:
     for trial in sweep.trials:
         row = [str(trial.number) + (" *" if trial is best else ""), *trial.overrides.values()]
         if not planned:
-            row += [trial.status, _dev_text(trial), _metric_text(trial)]
+            row += [trial.status, dev_text(trial), _metric_text(trial)]
         table.add_row(*row)
     out = console()
     out.print(title, highlight=False, soft_wrap=True)

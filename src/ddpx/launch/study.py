@@ -36,7 +36,7 @@ from ddpx.records.study_records import (
     StudyDir,
     choose,
     code_version,
-    file_digest,
+    data_digest,
     run_key,
 )
 from ddpx.records.tracking import without_system_metrics
@@ -82,7 +82,7 @@ def plan_study(registry: Registry, spec: StudySpec, settings: LaunchSettings) ->
                 recipe = resolve_recipe(registry, candidate.recipe, study_set.overrides_of(candidate, seed))
                 data = str(recipe.config["dataset"].get("path") or "")
                 if data not in digests:
-                    digests[data] = file_digest(data)
+                    digests[data] = data_digest(data)
                 key = run_key(recipe.to_toml(), digests[data], code["code_digest"])
                 labels = {"set": study_set.name, "candidate": candidate.name, "seed": str(seed)}
                 trial = StudyTrial(len(study.trials) + 1, labels, recipe, plan_job(registry, recipe, settings))

@@ -30,40 +30,42 @@ from typing import Any
 
 import ddpx
 from ddpx.contract.records import RunSummary
+from ddpx.records.dataset_record import file_digest
+from ddpx.records.tracking import git_commit
 
 
 def code_version() -> dict[str, str]:
-    """The running code: a digest of ddpx's own source files, and the git commit where there is one."""
+    """The running code: a digest of ddpx's own source files, and the git commit where there is one
+    (``+changes`` when the package's files differ from it)."""
     package = Path(ddpx.__file__).parent
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):
         digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
     version = {"code_digest": digest.hexdigest(), "version": ddpx.__version__}
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(package), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
-        )
-        dirty = subprocess.run(
-            ["git", "-C", str(package), "status", "--porcelain", "--", "."], capture_output=True, text=True, timeout=10
-        )
-        if commit.returncode == 0:
-            version["commit"] = commit.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        pass
+    commit = git_commit(package)
+    if commit:
+        try:
+            dirty = subprocess.run(
+                ["git", "-C", str(package), "status", "--porcelain", "--", "."],
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            dirty = ""
+        version["commit"] = commit + ("+changes" if dirty else "")
     return version
 
 
-def file_digest(path: str) -> str:
-    """sha256 of a data file (or of every file of a folder), "" for none."""
+def data_digest(path: str) -> str:
+    """The digest of a data file (of every file of a folder, in order), "" for none."""
     if not path:
         return ""
     target = Path(path)
-    files = sorted(p for p in target.rglob("*") if p.is_file()) if target.is_dir() else [target]
-    digest = hashlib.sha256()
-    for file in files:
-        if file.is_file():
-            digest.update(file.read_bytes())
-    return digest.hexdigest()
+    if not target.is_dir():
+        return file_digest(target) if target.is_file() else ""
+    files = sorted(p for p in target.rglob("*") if p.is_file())
+    return hashlib.sha256("\n".join(file_digest(f) for f in files).encode()).hexdigest()
 
 
 def run_key(resolved_toml: str, data_digest: str, code_digest: str) -> str:
@@ -107,9 +109,16 @@ class RunRecord:
 class StudyDir:
     """One study's folder, and the index of finished runs beside it."""
 
-    def __init__(self, root: Path, name: str, file_digest_: str, code_digest: str):
+    def __init__(self, root: Path, name: str, study_digest: str, code_digest: str):
         self.root = root
-        self.path = root / f"{name}-{file_digest_[:10]}-{code_digest[:10]}"
+        self.path = root / f"{name}-{study_digest[:10]}-{code_digest[:10]}"
+
+    @classmethod
+    def at(cls, path: Path) -> StudyDir:
+        """The study folder at ``path`` (one found on disk)."""
+        folder = cls(path.parent, "", "", "")
+        folder.path = path
+        return folder
 
     @property
     def index(self) -> Path:

@@ -130,7 +130,7 @@ def test_every_run_records_params_artifacts_dataset_and_system_metrics(tracked, 
     model = load_model(folder)
     csv_path = Path(client.download_artifacts(run.info.run_id, "heldout_predictions.csv", str(tmp_path)))
     rows = csv_path.read_text().splitlines()
-    assert rows[0] == "index,target,predicted,probability" and len(rows) == 1 + 301
+    assert rows[0] == "index,target,predicted,probability,set" and len(rows) == 1 + 301
     assert model.training is False and sum(p.numel() for p in model.parameters()) > 0
 
 

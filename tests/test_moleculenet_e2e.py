@@ -84,6 +84,7 @@ def test_tox21_downloads_trains_on_3_ranks_logs_each_label_and_scores_exactly_on
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"heldout_roc_curves.png", "heldout_predictions.csv", "recipe.toml", "model"} <= artifacts
     assert {a.path for a in client.list_artifacts(run.info.run_id, "model")} == {
+        "model/calibration.json",
         "model/model.json",
         "model/state_dict.pt",
     }

@@ -170,4 +170,10 @@ def test_an_optuna_search_minimises_the_rmse_and_prunes_the_high_ones(run_ddpx, 
     pruned = [json.loads((d / "summary.json").read_text()) for d in run_dirs]
     assert sorted(s["pruned_after"] or 0 for s in pruned) == [0, 0, 1]
     with (run_dirs[0] / "reports" / "heldout_predictions.csv").open(newline="") as fh:
-        assert next(csv.reader(fh)) == ["index", "target", "prediction"]  # one target
+        assert next(csv.reader(fh)) == [
+            "index",
+            "target",
+            "prediction",
+            "lower",
+            "upper",
+        ]  # one target, its 90 % interval

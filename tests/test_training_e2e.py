@@ -75,9 +75,12 @@ def test_launchers_run_the_job_and_log_one_mlflow_run(run_ddpx, tracking_uri, ex
     assert sorted(a.path for a in client.list_artifacts(run.info.run_id)) == [
         "heldout_confusion_matrix.png",
         "heldout_predictions.csv",
+        "heldout_reliability.png",
         "model",
         "recipe.toml",
     ]
+    assert metrics["heldout_nll"] == pytest.approx(metrics["heldout_loss"], rel=1e-5)  # the held-out cross-entropy
+    assert 0 <= metrics["heldout_ece"] <= 1 and 0 < metrics["heldout_coverage_90"] <= 1
 
     summary = result.summary()
     assert summary["run_id"] == run.info.run_id

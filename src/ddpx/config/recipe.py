@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ddpx.config.recipe_bases import missing_key_error, read_with_bases
 from ddpx.config.recipe_files import find_recipe, to_toml
-from ddpx.config.train_params import META_PARAMS, TRAIN_PARAMS
+from ddpx.config.train_params import META_PARAMS, TRAIN_PARAMS, check_calibration
 from ddpx.config.values import coerce, parse_override, unflatten, unknown_key_error
 from ddpx.contract.errors import UserError
 from ddpx.contract.names import check_path_name
@@ -91,10 +91,18 @@ def resolve_recipe(registry: Registry, name_or_path: str, overrides: Iterable[st
         name=values["name"],
         source=str(path),
         config=config,
-        task=task.for_params(config["dataset"]),
+        task=task_of(registry, config),
         model=model,
         requested=name_or_path,
     )
+
+
+def task_of(registry: Registry, config: Mapping[str, Any]) -> TaskSpec:
+    """The recipe's task with the loss its dataset and model keys give, and ``train.calibration``
+    checked against it."""
+    task = registry.task_of(config)
+    check_calibration(config["train"]["calibration"], task.loss)
+    return task
 
 
 def check_model_inputs(registry: Registry, task: TaskSpec, model: ModelSpec) -> None:

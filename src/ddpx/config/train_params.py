@@ -6,7 +6,11 @@ Tasks and models declare their own ``dataset.*`` and ``model.*`` keys the same w
 
 from __future__ import annotations
 
+from ddpx.contract.errors import UserError
+from ddpx.contract.outputs import has_variance, kind_of
 from ddpx.contract.records import Param
+
+CALIBRATIONS = ("none", "platt", "isotonic", "zscaling")
 
 TRAIN_PARAMS: dict[str, Param] = {
     "max_epochs": Param(10, "epochs to train at most (0 evaluates the initial model)", minimum=0),
@@ -45,6 +49,13 @@ TRAIN_PARAMS: dict[str, Param] = {
         choices=("metric", "loss"),
     ),
     "patience": Param(3, "stop after this many epochs without dev improvement (0: never stop early)", minimum=0),
+    "calibration": Param(
+        "none",
+        "a calibrator fitted on the dev split after training and saved with the model: platt or isotonic "
+        "for the probabilities of 0/1 labels, zscaling for a regression model's variance (model.uncertainty=mve); "
+        "none: the model's own answers (the conformal intervals and sets are fitted on dev either way)",
+        choices=CALIBRATIONS,
+    ),
     "precision": Param(
         "fp32",
         "fp32 (or 32), or bf16 / fp16 mixed precision with torch.autocast (fp16 needs a GPU)",
@@ -122,3 +133,20 @@ META_PARAMS: dict[str, Param] = {
     "task": Param("", "the task (a registered task name)"),
     "model.name": Param("", "the model (a registered model name)"),
 }
+
+
+def check_calibration(method: str, loss: str) -> None:
+    """``train.calibration`` fits what the run's loss makes the model answer."""
+    kind = kind_of(loss)
+    if method in ("platt", "isotonic") and kind != "binary":
+        raise UserError(
+            f"train.calibration={method} calibrates the probabilities of 0/1 labels, and this run's loss "
+            f"'{loss}' trains a {kind} model. Use train.calibration=zscaling for a regression model that "
+            "predicts a variance (model.uncertainty=mve), or train.calibration=none."
+        )
+    if method == "zscaling" and not has_variance(loss):
+        raise UserError(
+            f"train.calibration=zscaling scales a predicted variance, and this run's loss '{loss}' trains "
+            "a model that predicts none. Add model.uncertainty=mve (a variance head) for a regression task, "
+            "use train.calibration=platt or isotonic for 0/1 labels, or train.calibration=none."
+        )

@@ -121,6 +121,8 @@ class RunSummary:
     dev metric of the selected epoch (sweeps choose on it, never on held-out), chosen by that metric
     or, with ``train.select_by=loss``, by the lowest dev loss (``selected_by``, ``best_dev_loss``). A task with
     several labels also has ``by_label``: ``heldout_<metric>/<label>`` for each label it scored.
+    ``uncertainty`` holds the held-out calibration and uncertainty metrics every run records
+    (``docs/uncertainty.md``).
     """
 
     heldout: dict[str, float]
@@ -139,6 +141,7 @@ class RunSummary:
     pruned_after: int | None = None  # a search's trial its pruner stopped: the last epoch trained
     selected_by: str = "metric"  # train.select_by: the epoch of the best dev metric, or of the lowest dev loss
     best_dev_loss: float | None = None  # the selected epoch's dev loss
+    uncertainty: dict[str, float] = field(default_factory=dict)  # heldout_nll, heldout_coverage_90, ...
 
     @property
     def heldout_metric(self) -> tuple[str, float]:

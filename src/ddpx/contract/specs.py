@@ -65,7 +65,7 @@ class TaskSpec:
     ``judged_by(params)``, for a task whose kind depends on its ``dataset.*`` keys (a user's own
     file, classification or regression), returns the ``(loss, metric)`` those keys give; ddpx
     uses them instead of ``loss`` and ``metric`` (see :meth:`for_params`). Losses: also ``"mse"``
-    (numeric targets ``(N,)`` or ``(N, T)``, NaN cells left out).
+    (numeric targets ``(N,)`` or ``(N, T)``, NaN cells left out), or a model's: :attr:`ModelSpec.loss_for`.
     """
 
     name: str
@@ -96,14 +96,14 @@ class TaskSpec:
 class ModelSpec:
     """A model family: ``build(params, info)`` returns a ``torch.nn.Module``.
 
-    ``params`` are the resolved ``model.*`` keys; ``info`` is :attr:`TaskData.info`.
-    ``inputs`` names the form of input the model needs (``"molecule_graph"``, say), one of those
-    a task lists in :attr:`TaskSpec.inputs`; empty: the task's default form. ``check(params)``
-    runs in the launching process before any rank starts and raises
-    :class:`~ddpx.contract.errors.UserError` for what cannot work (a missing optional dependency).
-    ``imports`` names modules slow to import that every rank imports to build the model (say
-    ``"chemprop"``): a launcher that forks its ranks from one process (``spawn``) imports them
-    there once, not once per rank.
+    ``params`` are the resolved ``model.*`` keys; ``info`` is :attr:`TaskData.info`. ``inputs`` names the form of
+    input the model needs (``"molecule_graph"``, say), one of those a task lists in :attr:`TaskSpec.inputs`; empty:
+    the task's default form. ``check(params)`` runs in the launching process before any rank starts and raises
+    :class:`~ddpx.contract.errors.UserError` for what cannot work (a missing optional dependency). ``imports`` names
+    modules slow to import that every rank imports to build the model (say ``"chemprop"``): a launcher that forks
+    its ranks from one process (``spawn``) imports them there once, not once per rank. ``loss_for(params, loss)``,
+    for a model whose keys change what it answers, is the loss a run trains with on a task of loss ``loss``
+    (``"gaussian_nll"``: a variance head, :mod:`ddpx.contract.outputs`), or raises ``UserError`` as the recipe resolves.
     """
 
     name: str
@@ -113,6 +113,7 @@ class ModelSpec:
     inputs: str = ""
     check: Callable[[Mapping[str, Any]], None] | None = None
     imports: tuple[str, ...] = ()
+    loss_for: Callable[[Mapping[str, Any], str], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -214,11 +215,10 @@ class Tracker(Protocol):
 class TrackerSpec:
     """A tracker: ``create(job)`` returns a :class:`Tracker` (called on rank 0 only).
 
-    ``check(job)`` runs before anything starts and changes nothing (``--dry-run`` calls it):
-    raise :class:`UserError` for a store that cannot record the run. ``prepare(job)`` runs right
-    before the ranks start: set the store up once (create its tables, say). ``imports`` names the
-    modules the tracker imports on rank 0 (``"mlflow"``): a launcher may import them ahead, once
-    (the spawn launcher's fork server does)."""
+    ``check(job)`` runs before anything starts and changes nothing (``--dry-run`` calls it): raise
+    :class:`UserError` for a store that cannot record the run. ``prepare(job)`` runs right before the ranks start:
+    set the store up once (create its tables, say). ``imports`` names the modules the tracker imports on rank 0
+    (``"mlflow"``): a launcher may import them ahead, once (the spawn launcher's fork server does)."""
 
     name: str
     description: str

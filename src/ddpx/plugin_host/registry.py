@@ -8,6 +8,7 @@ error naming both, and a hook that raises is an error naming its plugin.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from ddpx.contract.errors import PluginError, UserError, did_you_mean
@@ -87,8 +88,14 @@ class Registry:
 
     def task_of(self, config: Mapping[str, Any]) -> Any:
         """The task a resolved recipe's ``config`` names, judged by the loss and metric its
-        ``dataset.*`` keys give (:meth:`TaskSpec.for_params`)."""
-        return self.get("tasks", config["task"]).for_params(config["dataset"])
+        ``dataset.*`` keys give (:meth:`TaskSpec.for_params`), trained with the loss its model's
+        keys choose (:attr:`ModelSpec.loss_for`)."""
+        task = self.get("tasks", config["task"]).for_params(config["dataset"])
+        params = config.get("model") or {}
+        model = self.get("models", params["name"]) if "name" in params else None
+        if model is None or model.loss_for is None:
+            return task
+        return replace(task, loss=model.loss_for({k: v for k, v in params.items() if k != "name"}, task.loss))
 
 
 def _component_name(component: Any) -> str:

@@ -16,12 +16,14 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from ddpx.contract.job import Job
+from ddpx.contract.outputs import point_of
 from ddpx.contract.records import FitContext, RunSummary, TaskData
 from ddpx.contract.run_dir import RunDir
 from ddpx.contract.specs import MetricSpec
@@ -116,6 +118,7 @@ class RunContext:
             batch_size=self.train["eval_batch_size"],
             collate_fn=data.collate_fn,
             autocast=state.autocast,
+            point=partial(point_of, loss=self.parts.task.loss),
         )
         self.clock = PhaseClock(self.device, self.train["time_phases"])
         self.profiler = StepProfiler(

@@ -69,7 +69,13 @@ def probabilities_of(logits: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-np.asarray(logits, dtype=np.float64)))
 
 
-def label_reports(targets: np.ndarray, logits: np.ndarray, names: Sequence[str], folder: Path) -> list[Path]:
+def label_reports(
+    targets: np.ndarray,
+    logits: np.ndarray,
+    names: Sequence[str],
+    folder: Path,
+    extra: Sequence[tuple[str, np.ndarray]] = (),
+) -> list[Path]:
     probabilities = probabilities_of(logits)
     header, columns = [], []
     for j, name in enumerate(names):
@@ -81,5 +87,7 @@ def label_reports(targets: np.ndarray, logits: np.ndarray, names: Sequence[str],
         ]
     return [
         label_roc_png(targets, logits, names, folder / "heldout_roc_curves.png"),
-        predictions_csv(header, columns, folder / "heldout_predictions.csv"),
+        predictions_csv(
+            header + [name for name, _ in extra], columns + [c for _, c in extra], folder / "heldout_predictions.csv"
+        ),
     ]

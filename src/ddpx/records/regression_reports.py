@@ -52,8 +52,14 @@ def predicted_vs_true_png(targets: np.ndarray, predictions: np.ndarray, names: S
     return save_figure(fig, path)
 
 
-def regression_reports(targets: np.ndarray, outputs: np.ndarray, names: Sequence[str], folder: Path) -> list[Path]:
-    """The scatter and the predictions CSV of a held-out regression result."""
+def regression_reports(
+    targets: np.ndarray,
+    outputs: np.ndarray,
+    names: Sequence[str],
+    folder: Path,
+    extra: Sequence[tuple[str, np.ndarray]] = (),
+) -> list[Path]:
+    """The scatter and the predictions CSV of a held-out regression result (``extra`` columns last)."""
     targets, predictions = as_columns(targets), as_columns(outputs)
     names = list(names) if len(names) == targets.shape[1] else [str(j) for j in range(targets.shape[1])]
     header, columns = [], []
@@ -65,5 +71,7 @@ def regression_reports(targets: np.ndarray, outputs: np.ndarray, names: Sequence
         ]
     return [
         predicted_vs_true_png(targets, predictions, names, folder / "heldout_predicted_vs_true.png"),
-        predictions_csv(header, columns, folder / "heldout_predictions.csv"),
+        predictions_csv(
+            header + [name for name, _ in extra], columns + [c for _, c in extra], folder / "heldout_predictions.csv"
+        ),
     ]

@@ -8,18 +8,21 @@ Over exactly the held-out split, in dataset order:
 - multi-class tasks (``cross_entropy``): ``heldout_confusion_matrix.png`` (rows are true
   classes, columns predicted ones) and ``heldout_predictions.csv`` (index, target, predicted,
   probability of the predicted class);
-- regression tasks (``mse``): the reports of :mod:`ddpx.records.regression_reports`
+- regression tasks (``mse``, ``gaussian_nll``): the reports of :mod:`ddpx.records.regression_reports`
   (``heldout_predicted_vs_true.png`` and ``heldout_predictions.csv``, in the targets' units).
+
+Each predictions CSV ends with the uncertainty columns of :mod:`ddpx.records.uncertainty_reports`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ddpx.contract.outputs import kind_of, point_of
 from ddpx.records.label_reports import label_reports, probabilities_of
 from ddpx.records.regression_reports import regression_reports
 from ddpx.records.report_files import new_figure, predictions_csv, save_figure
@@ -79,20 +82,24 @@ def confusion_matrix_png(targets: np.ndarray, predicted: np.ndarray, classes: li
     return save_figure(fig, path)
 
 
-def heldout_reports(predictions: Any, loss: str, info: Mapping[str, Any], folder: Path) -> list[Path]:
-    """The report files for a held-out result."""
+def heldout_reports(
+    predictions: Any, loss: str, info: Mapping[str, Any], folder: Path, extra: Sequence[tuple[str, np.ndarray]] = ()
+) -> list[Path]:
+    """The report files for a held-out result; ``extra`` columns (a name and a value per sample:
+    :mod:`ddpx.records.uncertainty_reports`) end the predictions CSV."""
     if predictions is None:
         return []
     import torch
 
-    outputs = predictions.outputs.float()
+    outputs = point_of(predictions.outputs.float(), loss)
     targets = predictions.targets.numpy()
-    if loss == "mse":
-        return regression_reports(targets, outputs.numpy(), info.get("labels") or [], folder)
+    if kind_of(loss) == "regression":
+        return regression_reports(targets, outputs.numpy(), info.get("labels") or [], folder, extra)
     if loss == "bce_with_logits" and outputs.dim() == 2 and outputs.shape[1] > 1:
         return label_reports(
-            targets, outputs.numpy(), info.get("labels") or [str(j) for j in range(outputs.shape[1])], folder
+            targets, outputs.numpy(), info.get("labels") or [str(j) for j in range(outputs.shape[1])], folder, extra
         )
+    names, values = [name for name, _ in extra], [column for _, column in extra]
     if loss == "bce_with_logits":
         logits = outputs.reshape(-1)
         probability = probabilities_of(logits.numpy())
@@ -100,8 +107,8 @@ def heldout_reports(predictions: Any, loss: str, info: Mapping[str, Any], folder
         return [
             roc_curve_png(targets, probability, folder / "heldout_roc_curve.png"),
             predictions_csv(
-                ["target", "logit", "probability"],
-                [targets, logits.numpy(), probability],
+                ["target", "logit", "probability", *names],
+                [targets, logits.numpy(), probability, *values],
                 folder / "heldout_predictions.csv",
             ),
         ]
@@ -111,8 +118,8 @@ def heldout_reports(predictions: Any, loss: str, info: Mapping[str, Any], folder
     return [
         confusion_matrix_png(targets, predicted.numpy(), classes, folder / "heldout_confusion_matrix.png"),
         predictions_csv(
-            ["target", "predicted", "probability"],
-            [targets, predicted.numpy(), confidence.numpy()],
+            ["target", "predicted", "probability", *names],
+            [targets, predicted.numpy(), confidence.numpy(), *values],
             folder / "heldout_predictions.csv",
         ),
     ]

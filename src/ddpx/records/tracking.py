@@ -94,6 +94,7 @@ def record_result(tracker: GuardedTracker, job: Job, task: TaskSpec, summary: Ru
         {
             **summary.heldout,
             **summary.by_label,
+            **summary.uncertainty,
             "best_epoch": float(summary.best_epoch),
             "heldout_samples": float(summary.heldout_samples),
         }

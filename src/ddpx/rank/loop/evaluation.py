@@ -117,18 +117,21 @@ def evaluate(
     metric: MetricSpec,
     loss_fn: LossFn,
     keep_predictions: bool = False,
+    point: Callable[[torch.Tensor], torch.Tensor] = lambda outputs: outputs,
     **predict_options: Any,
 ) -> Evaluation:
     """Exact metric and mean loss of ``model`` on ``dataset``, identical on every rank.
 
     ``predict_options`` are :func:`predict`'s (rank, world size, device, batch size, ...). With
-    ``keep_predictions`` rank 0's result also carries the gathered predictions.
+    ``keep_predictions`` rank 0's result also carries the gathered predictions. The loss reads the
+    whole outputs, the metric the point predictions ``point`` takes out of them (the mean of a
+    model that also answers a variance: :func:`ddpx.contract.outputs.point_of`).
     """
     preds = predict(model, dataset, **predict_options)
     result = None
     if predict_options["rank"] == 0:
         loss = float(loss_fn(preds.outputs, preds.targets).item())
-        value = float(metric.compute(preds.targets.numpy(), preds.outputs.numpy()))
+        value = float(metric.compute(preds.targets.numpy(), point(preds.outputs).numpy()))
         result = Evaluation(metric=value, loss=loss, count=int(preds.targets.shape[0]))
     shared = broadcast_object(result)
     if keep_predictions and predict_options["rank"] == 0:

@@ -19,7 +19,7 @@ from ddpx.contract.records import DataRequest, RunSummary, TaskData
 from ddpx.rank.checkpoints.sharded import gathered
 from ddpx.rank.diagnostics.stall import BEACON
 from ddpx.rank.loop.epochs import run_epochs
-from ddpx.rank.loop.evaluation import evaluate, per_label_metrics
+from ddpx.rank.loop.evaluation import Predictions, evaluate, per_label_metrics
 from ddpx.rank.loop.optim import build_schedule, seed_everything
 from ddpx.rank.loop.training_state import TrainingState, build_training_state, restore
 from ddpx.rank.loop.world_change import continue_here
@@ -28,6 +28,8 @@ from ddpx.rank.run_context import RunContext
 from ddpx.records.dataset_record import dataset_record
 from ddpx.records.model_export import write_model_files
 from ddpx.records.reports import heldout_reports
+from ddpx.records.uncertainty_figures import uncertainty_figures
+from ddpx.records.uncertainty_reports import record_uncertainty
 
 
 def fit(run: RunContext) -> RunSummary:
@@ -99,18 +101,19 @@ def build_task_data(run: RunContext) -> TaskData:
 
 
 def evaluate_heldout(run: RunContext, started: float) -> RunSummary:
-    """The best weights on the held-out split, exactly; rank 0 writes the reports and the model."""
+    """The best weights on the held-out split, exactly, and on dev for the calibration; rank 0
+    writes the reports, the model and its calibration."""
     selection, metric = run.state.selection, run.parts.metric
     run.state.model.load_state_dict(selection.best_state)
     heldout = evaluate(run.state.model, run.data.heldout, keep_predictions=True, **run.evaluation)
+    dev = evaluate(run.state.model, run.data.dev, keep_predictions=True, **run.evaluation)
     best_weights = gathered(selection.best_state)  # whole tensors of a sharded model, on every rank
+    uncertainty = {}
     if run.env.is_main:
-        folder = run.run_dir.path
-        for path in heldout_reports(heldout.predictions, run.parts.task.loss, run.data.info, folder / "reports"):
-            run.log_artifact(path)
-        for path in write_model_files(folder / "model", best_weights, run.job.config, run.data.info):
-            run.log_artifact(path, "model")
-    by_label = per_label_metrics(heldout.predictions, metric, run.data.info.get("labels") or [], "heldout")
+        uncertainty = write_heldout_records(run, dev.predictions, heldout.predictions, best_weights)
+    point = run.evaluation["point"]
+    points = heldout.predictions and Predictions(point(heldout.predictions.outputs), heldout.predictions.targets)
+    by_label = per_label_metrics(points, metric, run.data.info.get("labels") or [], "heldout")
     return RunSummary(
         heldout=heldout.as_metrics("heldout", metric.name),
         by_label=broadcast_object(by_label),
@@ -124,4 +127,19 @@ def evaluate_heldout(run: RunContext, started: float) -> RunSummary:
         pruned_after=run.state.pruned_after,
         selected_by=run.train["select_by"],
         best_dev_loss=selection.best[1] if selection.best else None,
+        uncertainty=broadcast_object(uncertainty),
     )
+
+
+def write_heldout_records(run: RunContext, dev: Predictions, heldout: Predictions, best_weights) -> dict[str, float]:
+    """Rank 0: the calibration fitted on dev, the held-out reports with its columns and pictures,
+    the model with its calibration; returns the held-out uncertainty metrics."""
+    folder, loss, info = run.run_dir.path, run.parts.task.loss, run.data.info
+    record = record_uncertainty(dev, heldout, loss, info, run.train["calibration"])
+    reports = heldout_reports(heldout, loss, info, folder / "reports", record.columns)
+    for path in reports + uncertainty_figures(record, heldout, folder / "reports"):
+        run.log_artifact(path)
+    model_files = write_model_files(folder / "model", best_weights, run.job.config, info)
+    for path in [*model_files, record.calibration.save(folder / "model")]:
+        run.log_artifact(path, "model")
+    return record.metrics

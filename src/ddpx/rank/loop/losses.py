@@ -1,4 +1,5 @@
-"""The losses a task can name: ``cross_entropy``, ``bce_with_logits`` and ``mse``."""
+"""The losses a task can name: ``cross_entropy``, ``bce_with_logits`` and ``mse``; and
+``gaussian_nll``, which a model's keys choose for a regression task (a variance head)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,25 @@ def _mse(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return (errors * errors).sum() / present.sum().clamp(min=1)
 
 
-LOSSES: dict[str, LossFn] = {"cross_entropy": _cross_entropy, "bce_with_logits": _bce_with_logits, "mse": _mse}
+def _gaussian_nll(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The Gaussian negative log-likelihood of the targets under each cell's predicted mean and
+    variance (outputs ``(N, 2)`` for one target, ``(N, T, 2)`` for several: ``(mean, variance)``),
+    the constant ``log(2 pi) / 2`` included, averaged over the cells that hold a value (a missing
+    one, NaN, adds nothing). Variances below 1e-6 count as 1e-6 (torch's ``gaussian_nll_loss``)."""
+    mean, variance = outputs[..., 0].float(), outputs[..., 1].float()
+    if targets.dim() < 2 or targets.shape[1] == 1:
+        mean, variance, targets = mean.reshape(-1), variance.reshape(-1), targets.reshape(-1)
+    present = ~torch.isnan(targets)
+    cells = F.gaussian_nll_loss(mean, torch.nan_to_num(targets.float()), variance, full=True, reduction="none")
+    return torch.where(present, cells, torch.zeros_like(cells)).sum() / present.sum().clamp(min=1)
+
+
+LOSSES: dict[str, LossFn] = {
+    "cross_entropy": _cross_entropy,
+    "bce_with_logits": _bce_with_logits,
+    "mse": _mse,
+    "gaussian_nll": _gaussian_nll,
+}
 
 
 def loss_function(name: str) -> LossFn:

@@ -349,6 +349,22 @@ CASES = {
         "holds only 0 and 1: classes, not measurements. Set dataset.task_type=classification",
         files=_smiles("m.csv", n=40),
     ),
+    # uncertainty keys that do not fit the task: the loss they need is not the task's
+    "variance head on a classifier": Case(
+        [*OWN_CSV, "dataset.path=m.csv", "dataset.label_column=p_np", "model.uncertainty=mve"],
+        "adds a variance head to a regression model, and this task trains a classifier",
+        files=_smiles("m.csv", n=40),
+    ),
+    "probability calibrator on a regression": Case(
+        [*OWN_CSV, "dataset.path=logs.csv", "dataset.task_type=regression", "train.calibration=platt"],
+        "calibrates the probabilities of 0/1 labels, and this run's loss 'mse' trains a regression model",
+        files=_write("logs.csv", MEASURED),
+    ),
+    "z-scaling without a variance": Case(
+        [*OWN_CSV, "dataset.path=logs.csv", "dataset.task_type=regression", "train.calibration=zscaling"],
+        "Add model.uncertainty=mve (a variance head) for a regression task",
+        files=_write("logs.csv", MEASURED),
+    ),
     # a batch system that refuses the job: nothing submitted, nothing recorded
     "sbatch refusing the job": Case(
         ["recipe", TINY, "--launcher", "slurm"],

@@ -84,6 +84,23 @@ def test_the_model_is_chemprops_head_on_standardised_features_and_answers_smiles
         vector_outputs(model, ["CCO", UNPARSABLE[0]], BOTH)
 
 
+def test_a_variance_head_answers_a_mean_and_a_variance_and_trains_on_the_gaussian_nll(data_dir):
+    from ddpx.rank.loop.losses import loss_function
+
+    _, _, data = small_task(regression=True, features="morgan_count")
+    model = build_features_ffn({**DEFAULTS, "uncertainty": "mve"}, data.info)
+    assert isinstance(model.predictor, chemprop.nn.MveFFN)
+    batch, targets = default_collate([data.train[i] for i in range(8)])
+    standardised = model(batch)
+    assert standardised.shape == (8, 2) and (standardised[:, 1] > 0).all()
+    mean, variance = standardised[:, 0], standardised[:, 1]
+    by_hand = (torch.log(2 * math.pi * variance) / 2 + (targets - mean) ** 2 / (2 * variance)).mean()
+    assert torch.allclose(loss_function("gaussian_nll")(standardised, targets), by_hand, atol=1e-5)
+    with torch.no_grad():
+        answered = model.eval()(batch)
+    assert torch.allclose(answered, torch.stack([mean * 2.0 + 3.0, variance * 4.0], dim=1).detach(), atol=1e-4)
+
+
 def test_several_labels_with_missing_cells_give_one_output_each_and_a_masked_loss(data_dir):
     from ddpx.rank.loop.losses import loss_function
 

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 from ddpx.api import ModelSpec, RecipeSource, TablePredictor, hookimpl
-from ddpx.plugins.smiles.params import MODEL_PARAMS, smiles_params
+from ddpx.plugins.smiles.params import MODEL_PARAMS, smiles_params, uncertainty_loss
 
 
 def build_model(params, info):
@@ -60,6 +60,7 @@ def register_models(register):
             build_model,
             params=MODEL_PARAMS,
             inputs="smiles_tokens",
+            loss_for=uncertainty_loss,
         )
     )
     register(DMPNN_MODEL)

@@ -9,7 +9,8 @@ vector per molecule (``norm``: the sum divided by ``model.aggregation_norm``, Ch
 (``(B,)`` for one label, ``(B, L)`` for several). A classifier answers logits (the head's
 ``train_step``: Chemprop applies the sigmoid only when predicting), which ddpx's loss and metrics
 expect; a regression model answers in the targets' units in eval mode
-(:func:`~ddpx.plugins.smiles.scaling.output_step`, applied last). Trained with
+(:func:`~ddpx.plugins.smiles.scaling.output_step`, applied last); with ``model.uncertainty=mve``
+Chemprop's ``MveFFN`` head answers a mean and a variance per target. Trained with
 ``dataset.molecule_features``, the model reads ``(graph, features)``: the features, standardised
 with the training split's scaler, join the molecule vector before the head, as in Chemprop's
 ``MPNN.fingerprint`` with extra descriptors ``X_d``.
@@ -25,7 +26,7 @@ from torch import nn
 
 from ddpx.plugins.smiles.chemprop_check import import_chemprop
 from ddpx.plugins.smiles.molecule_features import SCALER_KEY, feature_width
-from ddpx.plugins.smiles.scaling import Standardise, output_step
+from ddpx.plugins.smiles.scaling import Standardise, one_target, output_step
 
 
 class DMPNN(nn.Module):
@@ -63,7 +64,7 @@ class DMPNN(nn.Module):
     def forward(self, batch) -> torch.Tensor:
         bmg, features = batch if isinstance(batch, tuple) else (batch, None)
         outputs = self.predictor.train_step(self.fingerprint(bmg, features))  # logits, or standardised values
-        return self.output(outputs.squeeze(-1) if outputs.shape[-1] == 1 else outputs)
+        return self.output(one_target(outputs))
 
 
 def build_dmpnn(params: Mapping[str, Any], info: Mapping[str, Any]) -> DMPNN:
@@ -95,6 +96,9 @@ def build_dmpnn(params: Mapping[str, Any], info: Mapping[str, Any]) -> DMPNN:
     else:
         agg = chem_nn.AggregationRegistry[params["aggregation"]]()
     head = chem_nn.RegressionFFN if info.get("task_type") == "regression" else chem_nn.BinaryClassificationFFN
+    variance = params.get("uncertainty", "none") == "mve"  # a model saved before the key: none
+    if variance:  # the mean and a softplus variance per target, (B, T, 2)
+        head = chem_nn.MveFFN
     predictor = head(
         n_tasks=len(info.get("labels") or [None]),
         input_dim=message_passing.output_dim + feature_width(info),
@@ -109,6 +113,6 @@ def build_dmpnn(params: Mapping[str, Any], info: Mapping[str, Any]) -> DMPNN:
         agg,
         predictor,
         batch_norm=params["batch_norm"],
-        output=output_step(info),
+        output=output_step(info, variance),
         features_scale=Standardise(scaler["mean"], scaler["std"]) if scaler else None,
     )

@@ -5,6 +5,7 @@ are imported when a rank builds the model (:mod:`ddpx.plugins.smiles.dmpnn`)."""
 from __future__ import annotations
 
 from ddpx.api import ModelSpec, Param
+from ddpx.plugins.smiles.params import UNCERTAINTY, uncertainty_loss
 
 ACTIVATIONS = ("relu", "leakyrelu", "prelu", "tanh", "elu")  # chemprop.nn.utils.Activation
 
@@ -27,6 +28,7 @@ DMPNN_PARAMS = {
     "activation": Param(
         "relu", "activation in message passing and the head (chemprop --activation)", choices=ACTIVATIONS
     ),
+    "uncertainty": UNCERTAINTY,
 }
 
 
@@ -51,4 +53,5 @@ DMPNN_MODEL = ModelSpec(
     inputs="molecule_graph",
     check=_check,
     imports=("chemprop",),
+    loss_for=uncertainty_loss,
 )

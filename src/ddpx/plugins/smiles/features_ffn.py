@@ -6,7 +6,8 @@ The features (``dataset.molecule_features``: RDKit descriptors, Morgan fingerpri
 standardised with the training split's scaler (:class:`~ddpx.plugins.smiles.scaling.Standardise`,
 a part of the model, so ``ddpx predict`` and the logged model feed it raw features), then
 Chemprop's ``BinaryClassificationFFN`` or ``RegressionFFN`` gives one output per molecule and
-label: logits of a classifier, values of a regression model in the targets' units in eval mode.
+label: logits of a classifier, values of a regression model in the targets' units in eval mode
+(with ``model.uncertainty=mve``, Chemprop's ``MveFFN``: a mean and a variance per target).
 No graph is built: a model family that reads the molecule as a fixed description, beside the
 SMILES string (``smiles_rnn``) and the graph (``dmpnn``).
 """
@@ -21,7 +22,7 @@ from torch import nn
 
 from ddpx.plugins.smiles.chemprop_check import import_chemprop
 from ddpx.plugins.smiles.molecule_features import SCALER_KEY
-from ddpx.plugins.smiles.scaling import Standardise, output_step
+from ddpx.plugins.smiles.scaling import Standardise, one_target, output_step
 
 
 class FeaturesFFN(nn.Module):
@@ -35,7 +36,7 @@ class FeaturesFFN(nn.Module):
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         outputs = self.predictor.train_step(self.standardise(features))  # logits, or standardised values
-        return self.output(outputs.squeeze(-1) if outputs.shape[-1] == 1 else outputs)
+        return self.output(one_target(outputs))
 
 
 def build_features_ffn(params: Mapping[str, Any], info: Mapping[str, Any]) -> FeaturesFFN:
@@ -52,6 +53,9 @@ def build_features_ffn(params: Mapping[str, Any], info: Mapping[str, Any]) -> Fe
             "SMILES task with dataset.molecule_features=morgan_count (or v1_rdkit_2d_normalized)."
         )
     head = chem_nn.RegressionFFN if info.get("task_type") == "regression" else chem_nn.BinaryClassificationFFN
+    variance = params.get("uncertainty", "none") == "mve"  # a model saved before the key: none
+    if variance:  # the mean and a softplus variance per target, (B, T, 2)
+        head = chem_nn.MveFFN
     predictor = head(
         n_tasks=len(info.get("labels") or [None]),
         input_dim=len(scaler["mean"]),
@@ -60,4 +64,4 @@ def build_features_ffn(params: Mapping[str, Any], info: Mapping[str, Any]) -> Fe
         dropout=params["dropout"],
         activation=params["activation"],
     )
-    return FeaturesFFN(Standardise(scaler["mean"], scaler["std"]), predictor, output_step(info))
+    return FeaturesFFN(Standardise(scaler["mean"], scaler["std"]), predictor, output_step(info, variance))

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from ddpx.api import ModelSpec, Param
 from ddpx.plugins.smiles.dmpnn_spec import ACTIVATIONS
+from ddpx.plugins.smiles.params import UNCERTAINTY, uncertainty_loss
 
 FEATURES_FFN_PARAMS = {
     "hidden_size": Param(300, "hidden width of the feed-forward layers (chemprop --ffn-hidden-dim)", minimum=1),
     "layers": Param(2, "hidden layers (chemprop --ffn-num-layers)", minimum=0),
     "dropout": Param(0.0, "dropout between layers, not on the input (chemprop --dropout)", minimum=0, below=1),
     "activation": Param("relu", "activation between layers (chemprop --activation)", choices=ACTIVATIONS),
+    "uncertainty": UNCERTAINTY,
 }
 
 
@@ -36,4 +38,5 @@ FEATURES_FFN_MODEL = ModelSpec(
     inputs="molecule_features",
     check=_check,
     imports=("chemprop",),
+    loss_for=uncertainty_loss,
 )

@@ -1,8 +1,10 @@
 """The ``smiles_rnn`` model: embedding, a (bi)directional LSTM or GRU over packed sequences,
 and a linear head giving one output per molecule and label (``(B,)`` for one label, ``(B, L)``
 for several): a logit for a classifier, a value in the targets' units for a regression task
-(:mod:`ddpx.plugins.smiles.scaling`). Given several SMILES of each molecule, a classifier answers
-the logit of their mean probability, a regression model their mean value."""
+(:mod:`ddpx.plugins.smiles.scaling`); with ``model.uncertainty=mve`` a regression model answers a
+mean and a variance for each target (``(B, 2)`` or ``(B, T, 2)``). Given several SMILES of each
+molecule, a classifier answers the logit of their mean probability, a regression model their mean
+value (and mean variance)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from ddpx.plugins.smiles.scaling import SCALER_KEY, output_step
+from ddpx.plugins.smiles.scaling import SCALER_KEY, MeanVariance, output_step
 
 
 def build_smiles_rnn(params, info) -> SmilesRNN:
@@ -19,7 +21,7 @@ def build_smiles_rnn(params, info) -> SmilesRNN:
         len(info["vocab"]),
         pad_id=info["pad_id"],
         num_labels=len(info.get("labels") or [None]),
-        output=output_step(info),
+        output=output_step(info, variance=params.get("uncertainty") == "mve"),
         averages_values=bool(info.get(SCALER_KEY)),
         **params,
     )
@@ -40,6 +42,7 @@ class SmilesRNN(nn.Module):
         num_labels: int = 1,
         output: nn.Module | None = None,
         averages_values: bool = False,
+        uncertainty: str = "none",
     ):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=pad_id)
@@ -54,7 +57,9 @@ class SmilesRNN(nn.Module):
         )
         self.directions = 2 if bidirectional else 1
         self.dropout = nn.Dropout(dropout)
-        self.head = nn.Linear(self.directions * d_model, num_labels)
+        variance = uncertainty == "mve"  # a variance head beside each value: (mean, variance)
+        self.head = nn.Linear(self.directions * d_model, num_labels * (2 if variance else 1))
+        self.mean_variance = MeanVariance() if variance else None
         self.output = output if output is not None else nn.Identity()
         self.averages_values = averages_values
 
@@ -76,4 +81,6 @@ class SmilesRNN(nn.Module):
         last_layer = hidden[-self.directions :]  # (directions, B, d_model)
         features = torch.cat(list(last_layer), dim=-1)
         outputs = self.head(self.dropout(features))
+        if self.mean_variance is not None:
+            return self.output(self.mean_variance(outputs))
         return self.output(outputs.squeeze(-1) if outputs.shape[-1] == 1 else outputs)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from ddpx.api import Param
+from collections.abc import Mapping
+from typing import Any
+
+from ddpx.api import Param, UserError
 
 NO_FEATURES = "none"
 # Chemprop's molecule featurizers (chemprop.featurizers.MoleculeFeaturizerRegistry) that describe a molecule
@@ -56,6 +59,14 @@ def smiles_params(
     }
 
 
+UNCERTAINTY = Param(
+    "none",
+    "mve: a variance head beside each regression target (a softplus), the model trained with the Gaussian "
+    "negative log-likelihood and answering a mean and a variance (mean-variance estimation); none: values only",
+    choices=("none", "mve"),
+)
+
+
 MODEL_PARAMS = {
     "embedding_dim": Param(128, "token embedding width", minimum=1),
     "d_model": Param(128, "recurrent hidden width", minimum=1),
@@ -63,4 +74,18 @@ MODEL_PARAMS = {
     "bidirectional": Param(True, "read the SMILES in both directions"),
     "dropout": Param(0.2, "dropout between layers and before the head", minimum=0, below=1),
     "cell": Param("lstm", "recurrent cell", choices=("lstm", "gru")),
+    "uncertainty": UNCERTAINTY,
 }
+
+
+def uncertainty_loss(params: Mapping[str, Any], task_loss: str) -> str:
+    """The loss a SMILES model trains with: ``gaussian_nll`` with a variance head, the task's otherwise."""
+    if params.get("uncertainty", "none") == "none":
+        return task_loss
+    if task_loss != "mse":
+        raise UserError(
+            f"model.uncertainty={params['uncertainty']} adds a variance head to a regression model, and this "
+            f"task trains a classifier (loss '{task_loss}'). Leave model.uncertainty=none for 0/1 labels "
+            "(train.calibration=platt or isotonic calibrates their probabilities), or train a regression task."
+        )
+    return "gaussian_nll"

@@ -67,11 +67,13 @@ EXAMPLE_SMILES = ["CCO", "c1ccccc1N", "CC(=O)Oc1ccccc1C(=O)O"]
 
 def predict_table(model: torch.nn.Module, info, table):
     """For every row's ``smiles``: a ``probability`` of label 1 (``probability_<label>`` for each of
-    several labels), or for a regression model a ``prediction`` (``prediction_<target>``). Where the
-    training file wrote a label's classes as words, ``predicted`` (``predicted_<label>``) answers in
-    them (class 1's word from a probability of 0.5 up). A row the model cannot read (a SMILES RDKit
-    cannot parse, for a graph or features model; one the tokenizer cannot represent) is left
-    unanswered, and a ``problem`` column says why; the other rows are answered."""
+    several labels), or for a regression model a ``prediction`` (``prediction_<target>``), and from
+    a model with a variance head (``model.uncertainty=mve``) its ``variance`` (``variance_<target>``,
+    in the targets' units squared). Where the training file wrote a label's classes as words,
+    ``predicted`` (``predicted_<label>``) answers in them (class 1's word from a probability of 0.5
+    up). A row the model cannot read (a SMILES RDKit cannot parse, for a graph or features model;
+    one the tokenizer cannot represent) is left unanswered, and a ``problem`` column says why; the
+    other rows are answered."""
     if SMILES_COLUMN not in getattr(table, "columns", ()):
         columns = ", ".join(map(str, getattr(table, "columns", []))) or "none"
         raise UserError(
@@ -83,18 +85,30 @@ def predict_table(model: torch.nn.Module, info, table):
     problems = [unreadable(info, s) for s in smiles]
     kept = [i for i, problem in enumerate(problems) if not problem]
     regression = info.get("task_type") == "regression"
-    answered = []
+    labels = info.get("labels") or [""]
+    answered, variances = [], None
     if kept:
         outputs = model_outputs(model.eval(), info, [smiles[i] for i in kept])
+        if regression and outputs.dim() == (2 if len(labels) == 1 else 3):  # a variance head: (mean, variance)
+            outputs, variances = outputs[..., 0], outputs[..., 1].tolist()
         answered = (outputs if regression else torch.sigmoid(outputs.double())).tolist()  # float64: predict_proba
-    labels = info.get("labels") or [""]
-    values: list = [[float("nan")] * len(labels) if len(labels) > 1 else float("nan")] * len(smiles)
-    for i, value in zip(kept, answered):
-        values[i] = value
-    _answer_columns(out, values, labels, info.get("label_words") or {}, "prediction" if regression else "probability")
+    words = info.get("label_words") or {}
+    _answer_columns(
+        out, _in_rows(answered, kept, len(smiles), labels), labels, words, "prediction" if regression else "probability"
+    )
+    if variances is not None:
+        _answer_columns(out, _in_rows(variances, kept, len(smiles), labels), labels, {}, "variance")
     if len(kept) < len(smiles):
         out["problem"] = problems
     return out
+
+
+def _in_rows(answered: list, kept: list[int], rows: int, labels: list[str]) -> list:
+    """The answers of the ``kept`` rows in place among ``rows``, the others NaN (a list per row for several labels)."""
+    values: list = [[float("nan")] * len(labels) if len(labels) > 1 else float("nan")] * rows
+    for i, value in zip(kept, answered):
+        values[i] = value
+    return values
 
 
 def _answer_columns(out, values: list, labels: list[str], words: dict, column: str) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 SCALER_KEY = "target_scaler"
@@ -55,18 +56,49 @@ class Standardise(MeanStd):
 
 
 class Unscale(MeanStd):
-    """``z`` while training, ``z * std + mean`` in eval mode (outputs ``(B,)`` or ``(B, T)``)."""
+    """``z`` while training, ``z * std + mean`` in eval mode (outputs ``(B,)`` or ``(B, T)``).
+    With ``variance``, the outputs end in ``(mean, variance)`` (``(B, 2)`` or ``(B, T, 2)``): the
+    mean is unscaled so and the variance multiplied by ``std ** 2``."""
+
+    def __init__(self, mean: Sequence[float], std: Sequence[float], variance: bool = False):
+        super().__init__(mean, std)
+        self.variance = variance
 
     def forward(self, outputs: torch.Tensor) -> torch.Tensor:
         if self.training:
             return outputs
-        if outputs.dim() == 1:
-            return outputs * self.std[0] + self.mean[0]
-        return outputs * self.std + self.mean
+        if not self.variance:
+            return self.unscaled(outputs)
+        mean, variance = outputs[..., 0], outputs[..., 1]
+        std = self.std[0] if variance.dim() == 1 else self.std
+        return torch.stack((self.unscaled(mean), variance * std**2), dim=-1)
+
+    def unscaled(self, values: torch.Tensor) -> torch.Tensor:
+        if values.dim() == 1:
+            return values * self.std[0] + self.mean[0]
+        return values * self.std + self.mean
 
 
-def output_step(info: Mapping[str, Any]) -> nn.Module:
+class MeanVariance(nn.Module):
+    """A head's ``2 T`` raw outputs per molecule as ``(mean, variance)``: ``(B, 2)`` for one target,
+    ``(B, T, 2)`` for several, the variance through a softplus (positive), as Chemprop's ``MveFFN``."""
+
+    def forward(self, raw: torch.Tensor) -> torch.Tensor:
+        mean, variance = torch.chunk(raw, 2, dim=-1)
+        return one_target(torch.stack((mean, F.softplus(variance)), dim=-1))
+
+
+def one_target(outputs: torch.Tensor) -> torch.Tensor:
+    """A head's outputs without the target axis when there is one target: ``(B, 1)`` as ``(B,)``,
+    ``(B, 1, 2)`` (mean, variance) as ``(B, 2)``; several targets' ``(B, T)`` or ``(B, T, 2)`` kept."""
+    if outputs.dim() == 3:
+        return outputs.squeeze(1) if outputs.shape[1] == 1 else outputs
+    return outputs.squeeze(-1) if outputs.shape[-1] == 1 else outputs
+
+
+def output_step(info: Mapping[str, Any], variance: bool = False) -> nn.Module:
     """What a SMILES model applies to its outputs last: :class:`Unscale` for a regression task
-    (``info`` holds a scaler), nothing for a classifier."""
+    (``info`` holds a scaler), with ``variance`` for outputs that end in ``(mean, variance)``;
+    nothing for a classifier."""
     scaler = info.get(SCALER_KEY)
-    return Unscale(scaler["mean"], scaler["std"]) if scaler else nn.Identity()
+    return Unscale(scaler["mean"], scaler["std"], variance) if scaler else nn.Identity()

@@ -53,6 +53,7 @@ LONGEST_FIRST = [
     "test_vision_e2e.py",
     "test_quality_tables.py",
     "test_moleculenet_e2e.py",
+    "test_uncertainty_runs.py",
     "test_features_ffn.py",
     "test_runs_table.py",
     "test_exact_evaluation.py",

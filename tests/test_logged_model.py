@@ -167,8 +167,13 @@ def test_the_best_model_is_logged_registered_served_and_predicted_alike(run_ddpx
     assert set(expected) == set(ASKED) and all(0 < p < 1 for p in expected.values())
     assert expected["CCOCl"] > expected["c1ccccc1N"]  # it learnt the files' chlorine rule
 
-    by_run = run_ddpx("predict", run.info.run_id, str(asked), "--tracking-uri", store)
+    by_run = run_ddpx("predict", run.info.run_id, str(asked), "--tracking-uri", store, "--coverage", "0.9")
     assert by_run.returncode == 0, by_run.output
+    sets = mlflow.pyfunc.load_model(f"models:/{model.model_id}").predict(
+        pd.DataFrame({"smiles": ASKED}), params={"coverage": 0.9}
+    )
+    by_run_sets = list(csv.DictReader(io.StringIO(by_run.stdout)))
+    assert [row["set"] for row in by_run_sets] == sets["set"].tolist() and "set" not in loaded.columns
     served = served_predictions(f"runs:/{run.info.run_id}/model", store, ASKED)  # (a run folder: test_vision_e2e)
     for answers in (probabilities_of(by_run.stdout), served):
         assert answers == pytest.approx(expected, abs=1e-6)
@@ -218,4 +223,18 @@ def test_predict_explains_a_wrong_model_or_input(ddpx_here, tmp_path, new_store)
     answered = ddpx_here("predict", folder, str(features), "--output", str(tmp_path / "answers.csv"))
     assert answered.returncode == 0 and "1 prediction(s) written to" in answered.stderr
     assert (tmp_path / "answers.csv").read_text().splitlines()[0] == "predicted,probability"
-    assert "Traceback" not in unknown.output + other_task.output + unreadable.output
+    uncalibrated = ddpx_here("predict", folder, str(features), "--coverage", "0.9")
+    assert uncalibrated.returncode == 2 and "saved without a calibration (calibration.json" in uncalibrated.stderr
+    import numpy as np
+
+    from ddpx.records.calibration import fit_calibration
+
+    scores = np.random.default_rng(0).normal(size=(40, 32))
+    fit_calibration(scores, np.arange(40) % 32, "cross_entropy", [str(c) for c in range(32)], "none").save(
+        tmp_path / "model"
+    )
+    several = ddpx_here("predict", folder, str(features), "--coverage", "0.9")
+    assert several.returncode == 2 and "this model answers one of several classes per row" in several.stderr
+    nonsense = ddpx_here("predict", folder, str(features), "--coverage", "90")
+    assert nonsense.returncode == 2 and "between 0 and 1 (such as 0.9), not 90.0" in nonsense.stderr
+    assert "Traceback" not in unknown.output + other_task.output + unreadable.output + several.output

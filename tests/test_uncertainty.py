@@ -15,6 +15,7 @@ import torch
 from sklearn.isotonic import IsotonicRegression
 from sklearn.metrics import log_loss
 
+from ddpx.api import UserError
 from ddpx.records import uncertainty_metrics as um
 from ddpx.records.calibration import Calibration, class_sets, fit_calibration, intervals, sigmoid
 from ddpx.records.uncertainty_reports import record_uncertainty
@@ -198,3 +199,13 @@ def test_a_runs_record_measures_the_calibrated_answers_and_keeps_the_models_own(
     )  # the 1.5-fold over-statement undone
     inside = (columns["lower"] <= targets[300:, 0]) & (targets[300:, 0] <= columns["upper"])
     assert record.metrics["heldout_coverage_90"] == inside.mean()
+
+
+def test_coverage_asks_for_a_share_between_0_and_1(tmp_path):
+    from ddpx.records.conformal_columns import with_coverage
+
+    with pytest.raises(UserError, match=r"between 0 and 1 \(such as 0.9\), not 1.5"):
+        with_coverage(None, None, 1.5)
+    calibration = Calibration(loss="mse", labels=[""], scores=[[0.1] * 20])
+    with pytest.raises(UserError, match=r"Ask for at most 0.952"):
+        with_coverage(None, calibration, 0.99)

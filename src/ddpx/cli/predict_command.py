@@ -21,6 +21,7 @@ Examples:
   ddpx predict ddpx-runs/bbbp_rnn-20261123-101500-ab12/model molecules.csv
   ddpx predict 3f2c...e91 molecules.csv --output predictions.csv      # an MLflow run id
   ddpx predict models:/bbbp/1 molecules.csv --tracking-uri http://127.0.0.1:5000
+  ddpx predict ddpx-runs/esol_dmpnn-.../model molecules.csv --coverage 0.9   # 90 % intervals
 
   ddpx predict ddpx-runs/mnist_convnet-.../model digits/               # a folder of images
 
@@ -28,7 +29,9 @@ Examples:
 INPUT is a CSV with the columns the task reads (a `smiles` column for the SMILES
 tasks; x0, x1, ... for mlp_synthetic), or a folder of images for the image
 tasks. The output is INPUT's rows with the model's answers (a `probability` of
-label 1; a `predicted` class and its `probability`), as CSV.
+label 1; a `predicted` class and its `probability`; a `prediction`, and its
+`variance` from a model with a variance head), as CSV. --coverage 0.9 adds
+`lower` and `upper` (a regression) or `set` (0/1 labels).
 """
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
@@ -103,12 +106,25 @@ def load_predictor(model: str, tracking_uri: str | None) -> Callable[[Any], Any]
     envvar="MLFLOW_TRACKING_URI",
     help="MLflow store for a run id or model URI.  [default: sqlite:///mlflow.db here]",
 )
-def predict_command(model, input_path, output, tracking_uri) -> None:
+@click.option(
+    "--coverage",
+    type=float,
+    default=None,
+    help="Add each answer's conformal interval (lower, upper: a regression) or prediction set (set: 0/1 "
+    "labels) holding this share of true values, e.g. 0.9; fitted on the run's dev split.  [default: none]",
+)
+def predict_command(model, input_path, output, tracking_uri, coverage) -> None:
     """Predict with a trained model: MODEL is a run's model/ folder, an MLflow run id, or an MLflow
     model URI; INPUT a CSV of inputs. Loading never unpickles anything: the weights are a plain
-    state dict and the model is rebuilt through the installed plugins."""
+    state dict and the model is rebuilt through the installed plugins. A run's calibrator
+    (train.calibration) is applied to what the model answers."""
+    if coverage is not None:
+        from ddpx.records.conformal_columns import check_coverage
+
+        check_coverage(coverage)
     table = read_table(input_path)
-    predictions = load_predictor(model, tracking_uri)(table)
+    predictor = load_predictor(model, tracking_uri)
+    predictions = predictor(table) if coverage is None else predictor(table, coverage=coverage)
     if output:
         predictions.to_csv(output, index=False)
         click.echo(f"ddpx: {len(predictions)} prediction(s) written to {output}", err=True)

@@ -6,7 +6,9 @@ Rank 0 writes ``<run dir>/model/`` at the end of a run and the tracker stores it
 - ``state_dict.pt``: the best epoch's weights, a plain state dict (``torch.load(...,
   weights_only=True)`` reads it);
 - ``model.json``: the task, the ``model.*`` recipe keys and the task's ``info`` (the SMILES
-  vocabulary, the image size and classes, ...), which the model builder needs.
+  vocabulary, the image size and classes, ...), which the model builder needs;
+- ``calibration.json``: the calibrator and the conformal scores fitted on the dev split
+  (:mod:`ddpx.records.calibration`), which :func:`load_table_predictor` applies.
 
 :func:`load_model` rebuilds the module from such a folder (downloaded from MLflow, say)::
 
@@ -25,6 +27,8 @@ import torch
 
 from ddpx.contract.errors import PluginError, UserError
 from ddpx.records.atomic_save import removed_if_failed, save_atomically
+from ddpx.records.calibration import Calibration
+from ddpx.records.conformal_columns import check_coverage, with_coverage
 
 FORMAT = "ddpx-model"
 STATE_FILE = "state_dict.pt"
@@ -73,13 +77,32 @@ def load_model(folder: str | Path, registry: Any = None) -> torch.nn.Module:
     return model.eval()
 
 
-def load_table_predictor(folder: str | Path, registry: Any = None) -> Callable[[Any], Any]:
-    """``predict(table) -> table`` with the model saved in ``folder``, through its task's predictor;
-    ``predict.example`` is the task's example input table."""
+class CalibratedModel(torch.nn.Module):
+    """The model with its calibrator (``train.calibration``) applied to its outputs: what the run
+    measured on held-out and what ``ddpx predict`` answers (:meth:`Calibration.answer`)."""
+
+    def __init__(self, model: torch.nn.Module, calibration: Calibration):
+        super().__init__()
+        self.model = model
+        self.calibration = calibration
+
+    def forward(self, inputs: Any) -> torch.Tensor:
+        outputs = self.model(inputs)
+        answered = self.calibration.answer(outputs.detach().double().cpu().numpy())
+        return torch.from_numpy(answered).to(outputs.device)
+
+
+def load_table_predictor(folder: str | Path, registry: Any = None) -> Callable[..., Any]:
+    """``predict(table, coverage=None) -> table`` with the model saved in ``folder`` (its calibrator
+    applied), through its task's predictor; with ``coverage``, each answer's conformal interval or
+    set (:mod:`ddpx.records.conformal_columns`). ``predict.example`` is the task's example input."""
     from ddpx.plugin_host.registry import load_registry
 
     registry = registry or load_registry()
     model = load_model(folder, registry)
+    calibration = Calibration.load(Path(folder))
+    if calibration is not None and calibration.method != "none":
+        model = CalibratedModel(model, calibration).eval()
     spec = json.loads((Path(folder) / SPEC_FILE).read_text(encoding="utf-8"))
     task = registry.get("tasks", spec["task"])
     if task.predictor is None:
@@ -89,9 +112,12 @@ def load_table_predictor(folder: str | Path, registry: Any = None) -> Callable[[
         )
     info = spec["task_info"]
 
-    def predict(table: Any) -> Any:
+    def predict(table: Any, coverage: float | None = None) -> Any:
+        if coverage is not None:
+            check_coverage(coverage)
         with torch.no_grad():
-            return task.predictor.predict(model, info, table)
+            answers = task.predictor.predict(model, info, table)
+        return answers if coverage is None else with_coverage(answers, calibration, coverage)
 
     predict.example = task.predictor.example(info)
     return predict

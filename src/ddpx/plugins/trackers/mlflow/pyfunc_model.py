@@ -25,9 +25,13 @@ class DdpxModel:
         self._predict = load_table_predictor(folder)
 
     def predict(self, model_input: Any, params: dict[str, Any] | None = None) -> Any:
+        """The answers to ``model_input``; ``params={"coverage": C}`` (0 < C < 1) adds each answer's
+        conformal interval or set, as ``ddpx predict --coverage C`` does (0, the default: none)."""
         import pandas as pd
 
-        return self._predict(model_input if isinstance(model_input, pd.DataFrame) else pd.DataFrame(model_input))
+        table = model_input if isinstance(model_input, pd.DataFrame) else pd.DataFrame(model_input)
+        coverage = float((params or {}).get("coverage") or 0)
+        return self._predict(table, coverage=coverage) if coverage else self._predict(table)
 
 
 def _load_pyfunc(data_path: str) -> DdpxModel:
@@ -49,7 +53,7 @@ def log_best_model(folder: Path, run_id: str, register: str | None) -> str:
     example = predict.example
     with warnings.catch_warnings():  # MLflow's hint about integer columns (a class index) is not the user's to act on
         warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer column")
-        signature = infer_signature(example, predict(example))
+        signature = infer_signature(example, predict(example), params={"coverage": 0.0})
     with mlflow.start_run(run_id=run_id, log_system_metrics=False):
         info = mlflow.pyfunc.log_model(
             name="model",

@@ -209,3 +209,20 @@ def test_coverage_asks_for_a_share_between_0_and_1(tmp_path):
     calibration = Calibration(loss="mse", labels=[""], scores=[[0.1] * 20])
     with pytest.raises(UserError, match=r"Ask for at most 0.952"):
         with_coverage(None, calibration, 0.99)
+
+
+def test_a_label_without_heldout_cells_is_left_out_of_the_means():
+    rng = np.random.default_rng(11)
+    targets = (rng.uniform(size=(60, 2)) < 0.5).astype(np.float64)
+    logits = rng.normal(size=(60, 2))
+    heldout = targets[:20].copy()
+    heldout[:, 1] = np.nan  # label b is missing for every held-out molecule
+    dev = types.SimpleNamespace(outputs=torch.from_numpy(logits[20:]), targets=torch.from_numpy(targets[20:]))
+    held = types.SimpleNamespace(outputs=torch.from_numpy(logits[:20]), targets=torch.from_numpy(heldout))
+    record = record_uncertainty(dev, held, "bce_with_logits", {"labels": ["a", "b"]}, "none")
+    assert not any(name.endswith("/b") for name in record.metrics)
+    assert (
+        record.metrics["heldout_ece"]
+        == record.metrics["heldout_ece/a"]
+        == um.binary_ece(heldout[:, :1], sigmoid(logits[:20, :1]))[0]
+    )

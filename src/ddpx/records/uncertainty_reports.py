@@ -22,6 +22,7 @@ or the 90 % ``set`` (its classes joined by ``|``; empty when it holds none).
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,20 +71,27 @@ def record_uncertainty(dev: Any, heldout: Any, loss: str, info: Mapping[str, Any
     labels = column_names(info, as_table(point_of(outputs, loss)).shape[1])
     calibration = fit_calibration(dev_outputs, dev.targets.double().numpy(), loss, labels, method)
     record = UncertaintyRecord(calibration)
-    if calibration.kind == "regression":
-        regression_metrics(record, outputs, as_table(targets))
-    else:
-        binary_metrics(record, outputs, as_table(targets))
+    with warnings.catch_warnings():  # a label without held-out cells: its values are NaN, left out
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if calibration.kind == "regression":
+            regression_metrics(record, outputs, as_table(targets))
+        else:
+            binary_metrics(record, outputs, as_table(targets))
     return record
 
 
 def add_metric(record: UncertaintyRecord, name: str, values: np.ndarray) -> None:
-    """``heldout_<name>``: the mean over the columns; and each column's when there are several."""
-    record.metrics[f"heldout_{name}"] = float(np.mean(values))
+    """``heldout_<name>``: the mean over the columns; and each column's when there are several. A
+    column the value cannot be computed for (no held-out cell, a constant uncertainty) is left out."""
+    values = np.asarray(values, dtype=np.float64)
+    if np.isnan(values).all():
+        return
+    record.metrics[f"heldout_{name}"] = float(np.nanmean(values))
     labels = record.calibration.labels
     if len(values) > 1:
         for label, value in zip(labels, values):
-            record.metrics[f"heldout_{name}/{re.sub(r'[^A-Za-z0-9_. -]', '_', label)}"] = float(value)
+            if not np.isnan(value):
+                record.metrics[f"heldout_{name}/{re.sub(r'[^A-Za-z0-9_. -]', '_', label)}"] = float(value)
 
 
 def add_column(record: UncertaintyRecord, name: str, values: np.ndarray) -> None:

@@ -61,7 +61,7 @@ def reliability_png(record: UncertaintyRecord, outputs: np.ndarray, targets: np.
         drawn = [
             (n, y, p, r) for (n, y, p), (_, _, r) in zip(curves(targets, answered, names), curves(targets, raw, names))
         ]
-    for name, observed, probability, raw in drawn:
+    for name, observed, probability, raw in (d for d in drawn if len(d[1])):  # labels held out at all
         line = ax.plot(
             *reliability_points(observed, probability),
             marker="o",

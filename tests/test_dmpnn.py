@@ -166,20 +166,27 @@ def test_a_regression_dmpnn_answers_in_the_targets_units_in_eval_mode(data_dir):
     assert type(model.predictor).__name__ == "RegressionFFN"
 
 
-@pytest.mark.parametrize("n_targets", [1, 2])
-def test_a_variance_head_is_chemprops_mve_head_and_answers_a_mean_and_variance_in_the_targets_units(
-    data_dir, n_targets
+@pytest.mark.parametrize(("n_targets", "uncertainty"), [(1, "mve"), (2, "mve"), (2, "evidential")])
+def test_a_variance_head_is_chemprops_head_and_answers_a_mean_and_variance_in_the_targets_units(
+    data_dir, n_targets, uncertainty
 ):
     _, _, data = small_task(n_targets, regression=True)
-    model = build_dmpnn({**TINY, "uncertainty": "mve"}, data.info)
-    assert isinstance(model.predictor, chemprop.nn.MveFFN)
+    model = build_dmpnn({**TINY, "uncertainty": uncertainty}, data.info)
+    assert isinstance(model.predictor, chemprop.nn.MveFFN if uncertainty == "mve" else chemprop.nn.EvidentialFFN)
     batch = collate_graphs([data.dev[i] for i in range(len(data.dev))])[0]
     standardised = model(batch).detach()
-    assert standardised.shape == ((6, 2) if n_targets == 1 else (6, 2, 2)) and (standardised[..., 1] > 0).all()
+    width = 2 if uncertainty == "mve" else 4  # (mean, variance) or (mean, v, alpha, beta) while training
+    assert standardised.shape == ((6, width) if n_targets == 1 else (6, 2, width))
+    variance = standardised[..., 1]
+    if uncertainty == "evidential":  # Chemprop's total evidential variance
+        v, alpha, beta = standardised[..., 1], standardised[..., 2], standardised[..., 3]
+        variance = (1 + 1 / v) * beta / (alpha - 1)
+    assert (variance > 0).all()
     model.eval()
     answered = model(batch)
+    assert answered.shape[-1] == 2
     assert torch.allclose(answered[..., 0], standardised[..., 0] * 2.0 + 3.0, atol=1e-5)  # the scaler's std 2, mean 3
-    assert torch.allclose(answered[..., 1], standardised[..., 1] * 4.0, atol=1e-5)  # a variance scales by std**2
+    assert torch.allclose(answered[..., 1], variance * 4.0, rtol=1e-5)  # a variance scales by std**2
 
 
 def test_graph_outputs_answer_a_list_of_smiles_and_name_one_rdkit_cannot_parse(data_dir):

@@ -99,6 +99,10 @@ def test_a_variance_head_answers_a_mean_and_a_variance_and_trains_on_the_gaussia
     with torch.no_grad():
         answered = model.eval()(batch)
     assert torch.allclose(answered, torch.stack([mean * 2.0 + 3.0, variance * 4.0], dim=1).detach(), atol=1e-4)
+    evidential = build_features_ffn({**DEFAULTS, "uncertainty": "evidential"}, data.info)
+    assert isinstance(evidential.predictor, chemprop.nn.EvidentialFFN) and evidential(batch).shape == (8, 4)
+    with torch.no_grad():
+        assert evidential.eval()(batch).shape == (8, 2)  # the mean and the total variance
 
 
 def test_several_labels_with_missing_cells_give_one_output_each_and_a_masked_loss(data_dir):

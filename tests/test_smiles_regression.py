@@ -43,7 +43,8 @@ def test_the_scaler_standardises_present_cells_and_the_model_answers_in_file_uni
     assert unscale.eval()(z).tolist() == [[3.0, 30.0]]  # answers in the file's units
 
 
-def test_the_bilstm_with_a_variance_head_answers_a_mean_and_a_variance_per_target():
+@pytest.mark.parametrize("uncertainty", ["mve", "evidential"])
+def test_the_bilstm_with_a_variance_head_answers_a_mean_and_a_variance_per_target(uncertainty):
     import torch
 
     from ddpx.plugins.smiles.model import build_smiles_rnn
@@ -52,16 +53,20 @@ def test_the_bilstm_with_a_variance_head_answers_a_mean_and_a_variance_per_targe
     scaler = {"mean": [3.0, -1.0], "std": [2.0, 0.5]}
     info = {"vocab": ["<pad>", "<unk>", "C", "O"], "pad_id": 0, "labels": ["a", "b"], "target_scaler": scaler}
     defaults = {k: p.default for k, p in MODEL_PARAMS.items()}
-    params = {**defaults, "d_model": 8, "embedding_dim": 8, "dropout": 0.0, "uncertainty": "mve"}
+    params = {**defaults, "d_model": 8, "embedding_dim": 8, "dropout": 0.0, "uncertainty": uncertainty}
     model = build_smiles_rnn(params, info).train()
     inputs = (torch.tensor([[2, 3, 2], [3, 2, 0]]), torch.tensor([3, 2]))
     standardised = model(inputs).detach()
-    assert standardised.shape == (2, 2, 2) and (standardised[..., 1] > 0).all()  # (molecule, target, mean/variance)
+    variance = standardised[..., 1]
+    if uncertainty == "evidential":  # (mean, v, alpha, beta) while training; the total variance answered
+        assert standardised.shape == (2, 2, 4) and (standardised[..., 2] > 1).all()
+        variance = (1 + 1 / standardised[..., 1]) * standardised[..., 3] / (standardised[..., 2] - 1)
+    assert standardised.shape[:2] == (2, 2) and (variance > 0).all()  # (molecule, target, ...)
     with torch.no_grad():
         answered = model.eval()(inputs)
     std, mean = torch.tensor(scaler["std"]), torch.tensor(scaler["mean"])
     assert torch.allclose(answered[..., 0], standardised[..., 0] * std + mean, atol=1e-5)
-    assert torch.allclose(answered[..., 1], standardised[..., 1] * std**2, atol=1e-5)
+    assert torch.allclose(answered[..., 1], variance * std**2, rtol=1e-5)
     one = build_smiles_rnn(params, {**info, "labels": ["a"], "target_scaler": {"mean": [3.0], "std": [2.0]}})
     assert one.eval()(inputs).shape == (2, 2)  # one target: (molecule, mean/variance)
 

@@ -226,3 +226,24 @@ def test_a_label_without_heldout_cells_is_left_out_of_the_means():
         == record.metrics["heldout_ece/a"]
         == um.binary_ece(heldout[:, :1], sigmoid(logits[:20, :1]))[0]
     )
+
+
+def test_the_evidential_loss_is_chemprops_and_its_eval_mode_answers_are_scored_as_gaussians():
+    from ddpx.rank.loop.losses import loss_function
+
+    metrics = pytest.importorskip("chemprop.nn.metrics")
+    generator = torch.Generator().manual_seed(12)
+    raw = torch.randn(40, 3, 4, generator=generator)
+    outputs = torch.stack(
+        [raw[..., 0], *(torch.nn.functional.softplus(raw[..., k]) + (k == 2) for k in (1, 2, 3))], dim=-1
+    )  # (mean, v, alpha > 1, beta), as Chemprop's EvidentialFFN answers
+    targets = torch.randn(40, 3, generator=generator)
+    expected = metrics.EvidentialLoss()._calc_unreduced_loss(outputs, targets).mean()
+    assert torch.allclose(loss_function("evidential")(outputs, targets), expected, rtol=1e-5)
+    targets[::3, 1] = float("nan")  # a missing cell adds nothing
+    kept = ~targets.isnan()
+    expected = metrics.EvidentialLoss()._calc_unreduced_loss(outputs[kept], targets[kept]).mean()
+    assert torch.allclose(loss_function("evidential")(outputs, targets), expected, rtol=1e-5)
+    mean_variance = outputs[..., :2].abs() + 0.1
+    gaussian = loss_function("gaussian_nll")(mean_variance, targets)
+    assert torch.equal(loss_function("evidential")(mean_variance, targets), gaussian)

@@ -52,7 +52,8 @@ TRAIN_PARAMS: dict[str, Param] = {
     "calibration": Param(
         "none",
         "a calibrator fitted on the dev split after training and saved with the model: platt or isotonic "
-        "for the probabilities of 0/1 labels, zscaling for a regression model's variance (model.uncertainty=mve); "
+        "for the probabilities of 0/1 labels, zscaling for a regression model's variance (model.uncertainty=mve or "
+        "evidential); "
         "none: the model's own answers (the conformal intervals and sets are fitted on dev either way)",
         choices=CALIBRATIONS,
     ),

@@ -2,17 +2,18 @@
 loss trains one.
 
 A model trained with ``gaussian_nll`` (a variance head beside each value: mean-variance
-estimation) answers, in eval mode, its outputs with a last axis of two, ``(mean, variance)``:
-``(N, 2)`` for one target, ``(N, T, 2)`` for several, both in the targets' units. Every other
-loss's outputs are point predictions (logits of a classifier, values of a regression). These
-functions take numpy arrays and torch tensors alike.
+estimation) or ``evidential`` (deep evidential regression) answers, in eval mode, its outputs with
+a last axis of two, ``(mean, variance)``: ``(N, 2)`` for one target, ``(N, T, 2)`` for several,
+both in the targets' units (an evidential model's total variance). Every other loss's outputs are
+point predictions (logits of a classifier, values of a regression). These functions take numpy
+arrays and torch tensors alike.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-VARIANCE_LOSSES = ("gaussian_nll",)  # outputs end in (mean, variance)
+VARIANCE_LOSSES = ("gaussian_nll", "evidential")  # eval-mode outputs end in (mean, variance)
 REGRESSION_LOSSES = ("mse", *VARIANCE_LOSSES)
 
 

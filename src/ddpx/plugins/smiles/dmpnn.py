@@ -10,7 +10,8 @@ vector per molecule (``norm``: the sum divided by ``model.aggregation_norm``, Ch
 ``train_step``: Chemprop applies the sigmoid only when predicting), which ddpx's loss and metrics
 expect; a regression model answers in the targets' units in eval mode
 (:func:`~ddpx.plugins.smiles.scaling.output_step`, applied last); with ``model.uncertainty=mve``
-Chemprop's ``MveFFN`` head answers a mean and a variance per target. Trained with
+(``evidential``) Chemprop's ``MveFFN`` (``EvidentialFFN``) head gives a mean and a variance per
+target. Trained with
 ``dataset.molecule_features``, the model reads ``(graph, features)``: the features, standardised
 with the training split's scaler, join the molecule vector before the head, as in Chemprop's
 ``MPNN.fingerprint`` with extra descriptors ``X_d``.
@@ -96,9 +97,10 @@ def build_dmpnn(params: Mapping[str, Any], info: Mapping[str, Any]) -> DMPNN:
     else:
         agg = chem_nn.AggregationRegistry[params["aggregation"]]()
     head = chem_nn.RegressionFFN if info.get("task_type") == "regression" else chem_nn.BinaryClassificationFFN
-    variance = params.get("uncertainty", "none") == "mve"  # a model saved before the key: none
-    if variance:  # the mean and a softplus variance per target, (B, T, 2)
-        head = chem_nn.MveFFN
+    uncertainty = params.get("uncertainty", "none")  # a model saved before the key: none
+    variance = uncertainty != "none"
+    if variance:  # per target the mean and a softplus variance (B, T, 2), or the evidential (B, T, 4)
+        head = chem_nn.MveFFN if uncertainty == "mve" else chem_nn.EvidentialFFN
     predictor = head(
         n_tasks=len(info.get("labels") or [None]),
         input_dim=message_passing.output_dim + feature_width(info),

@@ -7,7 +7,8 @@ standardised with the training split's scaler (:class:`~ddpx.plugins.smiles.scal
 a part of the model, so ``ddpx predict`` and the logged model feed it raw features), then
 Chemprop's ``BinaryClassificationFFN`` or ``RegressionFFN`` gives one output per molecule and
 label: logits of a classifier, values of a regression model in the targets' units in eval mode
-(with ``model.uncertainty=mve``, Chemprop's ``MveFFN``: a mean and a variance per target).
+(with ``model.uncertainty=mve`` or ``evidential``, Chemprop's ``MveFFN`` or ``EvidentialFFN``: a
+mean and a variance per target).
 No graph is built: a model family that reads the molecule as a fixed description, beside the
 SMILES string (``smiles_rnn``) and the graph (``dmpnn``).
 """
@@ -53,9 +54,10 @@ def build_features_ffn(params: Mapping[str, Any], info: Mapping[str, Any]) -> Fe
             "SMILES task with dataset.molecule_features=morgan_count (or v1_rdkit_2d_normalized)."
         )
     head = chem_nn.RegressionFFN if info.get("task_type") == "regression" else chem_nn.BinaryClassificationFFN
-    variance = params.get("uncertainty", "none") == "mve"  # a model saved before the key: none
-    if variance:  # the mean and a softplus variance per target, (B, T, 2)
-        head = chem_nn.MveFFN
+    uncertainty = params.get("uncertainty", "none")  # a model saved before the key: none
+    variance = uncertainty != "none"
+    if variance:  # per target the mean and a softplus variance (B, T, 2), or the evidential (B, T, 4)
+        head = chem_nn.MveFFN if uncertainty == "mve" else chem_nn.EvidentialFFN
     predictor = head(
         n_tasks=len(info.get("labels") or [None]),
         input_dim=len(scaler["mean"]),

@@ -1,8 +1,8 @@
 """The ``smiles_rnn`` model: embedding, a (bi)directional LSTM or GRU over packed sequences,
 and a linear head giving one output per molecule and label (``(B,)`` for one label, ``(B, L)``
 for several): a logit for a classifier, a value in the targets' units for a regression task
-(:mod:`ddpx.plugins.smiles.scaling`); with ``model.uncertainty=mve`` a regression model answers a
-mean and a variance for each target (``(B, 2)`` or ``(B, T, 2)``). Given several SMILES of each
+(:mod:`ddpx.plugins.smiles.scaling`); with ``model.uncertainty=mve`` (or ``evidential``) a
+regression model answers a mean and a variance for each target (``(B, 2)`` or ``(B, T, 2)``). Given several SMILES of each
 molecule, a classifier answers the logit of their mean probability, a regression model their mean
 value (and mean variance)."""
 
@@ -21,7 +21,7 @@ def build_smiles_rnn(params, info) -> SmilesRNN:
         len(info["vocab"]),
         pad_id=info["pad_id"],
         num_labels=len(info.get("labels") or [None]),
-        output=output_step(info, variance=params.get("uncertainty") == "mve"),
+        output=output_step(info, variance=params.get("uncertainty", "none") != "none"),
         averages_values=bool(info.get(SCALER_KEY)),
         **params,
     )
@@ -57,9 +57,9 @@ class SmilesRNN(nn.Module):
         )
         self.directions = 2 if bidirectional else 1
         self.dropout = nn.Dropout(dropout)
-        variance = uncertainty == "mve"  # a variance head beside each value: (mean, variance)
-        self.head = nn.Linear(self.directions * d_model, num_labels * (2 if variance else 1))
-        self.mean_variance = MeanVariance() if variance else None
+        width = {"none": 1, "mve": 2, "evidential": 4}[uncertainty]  # outputs per label: a variance head's more
+        self.head = nn.Linear(self.directions * d_model, num_labels * width)
+        self.mean_variance = MeanVariance(evidential=width == 4) if width > 1 else None
         self.output = output if output is not None else nn.Identity()
         self.averages_values = averages_values
 

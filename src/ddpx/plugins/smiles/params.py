@@ -62,8 +62,9 @@ def smiles_params(
 UNCERTAINTY = Param(
     "none",
     "mve: a variance head beside each regression target (a softplus), the model trained with the Gaussian "
-    "negative log-likelihood and answering a mean and a variance (mean-variance estimation); none: values only",
-    choices=("none", "mve"),
+    "negative log-likelihood and answering a mean and a variance (mean-variance estimation); evidential: "
+    "deep evidential regression (Chemprop's), answering a mean and the total variance; none: values only",
+    choices=("none", "mve", "evidential"),
 )
 
 
@@ -79,7 +80,8 @@ MODEL_PARAMS = {
 
 
 def uncertainty_loss(params: Mapping[str, Any], task_loss: str) -> str:
-    """The loss a SMILES model trains with: ``gaussian_nll`` with a variance head, the task's otherwise."""
+    """The loss a SMILES model trains with: ``gaussian_nll`` with a variance head, ``evidential`` with an
+    evidential one, the task's otherwise."""
     if params.get("uncertainty", "none") == "none":
         return task_loss
     if task_loss != "mse":
@@ -88,4 +90,4 @@ def uncertainty_loss(params: Mapping[str, Any], task_loss: str) -> str:
             f"task trains a classifier (loss '{task_loss}'). Leave model.uncertainty=none for 0/1 labels "
             "(train.calibration=platt or isotonic calibrates their probabilities), or train a regression task."
         )
-    return "gaussian_nll"
+    return "gaussian_nll" if params["uncertainty"] == "mve" else "evidential"

@@ -58,7 +58,9 @@ class Standardise(MeanStd):
 class Unscale(MeanStd):
     """``z`` while training, ``z * std + mean`` in eval mode (outputs ``(B,)`` or ``(B, T)``).
     With ``variance``, the outputs end in ``(mean, variance)`` (``(B, 2)`` or ``(B, T, 2)``): the
-    mean is unscaled so and the variance multiplied by ``std ** 2``."""
+    mean is unscaled so and the variance multiplied by ``std ** 2``. An evidential head's outputs
+    ``(mean, v, alpha, beta)`` (last axis four) become, in eval mode, the mean and the total
+    variance ``(1 + 1 / v) beta / (alpha - 1)`` (Chemprop's ``evidential-total``), unscaled so."""
 
     def __init__(self, mean: Sequence[float], std: Sequence[float], variance: bool = False):
         super().__init__(mean, std)
@@ -69,6 +71,9 @@ class Unscale(MeanStd):
             return outputs
         if not self.variance:
             return self.unscaled(outputs)
+        if outputs.shape[-1] == 4:
+            mean, v, alpha, beta = torch.unbind(outputs, dim=-1)
+            outputs = torch.stack((mean, (1 + 1 / v) * beta / (alpha - 1)), dim=-1)
         mean, variance = outputs[..., 0], outputs[..., 1]
         std = self.std[0] if variance.dim() == 1 else self.std
         return torch.stack((self.unscaled(mean), variance * std**2), dim=-1)
@@ -81,11 +86,22 @@ class Unscale(MeanStd):
 
 class MeanVariance(nn.Module):
     """A head's ``2 T`` raw outputs per molecule as ``(mean, variance)``: ``(B, 2)`` for one target,
-    ``(B, T, 2)`` for several, the variance through a softplus (positive), as Chemprop's ``MveFFN``."""
+    ``(B, T, 2)`` for several, the variance through a softplus (positive), as Chemprop's ``MveFFN``.
+    With ``evidential``, ``4 T`` raw outputs as ``(mean, v, alpha, beta)``, as Chemprop's
+    ``EvidentialFFN``: ``v`` and ``beta`` through a softplus, ``alpha`` one more than its softplus."""
+
+    def __init__(self, evidential: bool = False):
+        super().__init__()
+        self.evidential = evidential
 
     def forward(self, raw: torch.Tensor) -> torch.Tensor:
-        mean, variance = torch.chunk(raw, 2, dim=-1)
-        return one_target(torch.stack((mean, F.softplus(variance)), dim=-1))
+        if self.evidential:
+            mean, v, alpha, beta = torch.chunk(raw, 4, dim=-1)
+            parts = (mean, F.softplus(v), F.softplus(alpha) + 1, F.softplus(beta))
+        else:
+            mean, variance = torch.chunk(raw, 2, dim=-1)
+            parts = (mean, F.softplus(variance))
+        return one_target(torch.stack(parts, dim=-1))
 
 
 def one_target(outputs: torch.Tensor) -> torch.Tensor:

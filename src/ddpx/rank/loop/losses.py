@@ -1,5 +1,5 @@
 """The losses a task can name: ``cross_entropy``, ``bce_with_logits`` and ``mse``; and
-``gaussian_nll``, which a model's keys choose for a regression task (a variance head)."""
+``gaussian_nll`` and ``evidential``, which a model's keys choose for a regression task."""
 
 from __future__ import annotations
 
@@ -51,11 +51,37 @@ def _gaussian_nll(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return torch.where(present, cells, torch.zeros_like(cells)).sum() / present.sum().clamp(min=1)
 
 
+def _evidential(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Deep evidential regression's loss (Amini et al. 2020; Chemprop's ``EvidentialLoss``, its
+    ``v_kl`` 0.2): each cell's Normal-Inverse-Gamma negative log-likelihood plus 0.2 times the
+    evidence on its error, over the outputs ``(mean, v, alpha, beta)`` (last axis four) a model
+    trains with, averaged over the cells that hold a value. In eval mode the model answers its mean
+    and total variance (last axis two): their Gaussian negative log-likelihood."""
+    if outputs.shape[-1] == 2:
+        return _gaussian_nll(outputs, targets)
+    mean, v, alpha, beta = torch.unbind(outputs.float(), dim=-1)
+    if targets.dim() < 2 or targets.shape[1] == 1:
+        mean, v, alpha, beta, targets = (t.reshape(-1) for t in (mean, v, alpha, beta, targets))
+    present = ~torch.isnan(targets)
+    residuals = torch.nan_to_num(targets.float()) - mean
+    two_b_lambda = 2 * beta * (1 + v)
+    nll = (
+        0.5 * torch.log(torch.pi / v)
+        - alpha * torch.log(two_b_lambda)
+        + (alpha + 0.5) * torch.log(v * residuals**2 + two_b_lambda)
+        + torch.lgamma(alpha)
+        - torch.lgamma(alpha + 0.5)
+    )
+    cells = nll + 0.2 * ((2 * v + alpha) * residuals.abs() - 1e-8)
+    return torch.where(present, cells, torch.zeros_like(cells)).sum() / present.sum().clamp(min=1)
+
+
 LOSSES: dict[str, LossFn] = {
     "cross_entropy": _cross_entropy,
     "bce_with_logits": _bce_with_logits,
     "mse": _mse,
     "gaussian_nll": _gaussian_nll,
+    "evidential": _evidential,
 }
 
 

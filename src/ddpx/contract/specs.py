@@ -26,11 +26,12 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 class TablePredictor:
     """How a trained model of a task answers a table of rows: ``ddpx predict`` and the MLflow model.
 
-    ``predict(model, info, table)`` takes the eval-mode model, :attr:`TaskData.info` and a pandas
-    ``DataFrame`` of inputs (a ``smiles`` column, say) and returns a ``DataFrame`` of outputs (a
-    ``probability`` column, say); a table it cannot read is a :class:`UserError` naming the columns
-    it needs, rows it cannot read are left empty with a reason in a ``problem`` column (``ddpx
-    predict`` counts them). ``example(info)`` is a small input table: the logged model's example.
+    ``predict(model, info, table)`` takes the eval-mode model, :attr:`TaskData.info` and a pandas ``DataFrame`` of
+    inputs (a ``smiles`` column, say) and returns a ``DataFrame`` of outputs (a ``probability`` column, say); a table
+    it cannot read is a :class:`UserError` naming the columns it needs, rows it cannot read are left empty with a
+    reason in a ``problem`` column (``ddpx predict`` counts them). ``example(info)`` is a small input table: the
+    logged model's example. ``ddpx predict --coverage`` reads ``prediction`` (and a variance head's ``variance``) or
+    ``probability`` columns, ``_<label>`` after each name for several labels, to add intervals or sets after them.
     """
 
     predict: Callable[[Any, Mapping[str, Any], Any], Any]
@@ -41,20 +42,17 @@ class TablePredictor:
 class TaskSpec:
     """A learning problem: how to build its data, its loss and the metric that judges it.
 
-    ``loss`` is ``"cross_entropy"`` (integer class targets, logits of shape ``(N, C)``) or
-    ``"bce_with_logits"`` (0/1 targets, logits of shape ``(N,)``). ``metric`` names a
-    registered metric, used for model selection on the dev split and reported on held-out.
-    ``params`` declares the task's ``dataset.*`` keys. ``check(params)`` — or
-    ``check(params, world_size)`` when it needs the number of ranks, or
-    ``check(params, world_size, inputs)`` when it needs the model's input form
-    (:attr:`ModelSpec.inputs`, "" when the model names none) — runs in the launching
-    process before any rank starts and raises :class:`~ddpx.contract.errors.UserError` for settings
-    that cannot work (a missing or unreadable file, a missing optional dependency, fewer
-    training samples than ranks). ``train_samples(params)``, when the task can tell before
-    launch how many training samples its ``dataset.*`` keys give (a generated dataset), returns
-    that number: ddpx then refuses a ``train.batch_size`` larger than each rank's share, a batch
-    that could never fill. ``predictor`` (a :class:`TablePredictor`) lets the trained model
-    answer tables: ``ddpx predict``, and the best model logged as an MLflow model.
+    ``loss`` is ``"cross_entropy"`` (integer class targets, logits of shape ``(N, C)``) or ``"bce_with_logits"`` (0/1
+    targets, logits of shape ``(N,)``). ``metric`` names a registered metric, used for model selection on the dev
+    split and reported on held-out. ``params`` declares the task's ``dataset.*`` keys. ``check(params)`` — or
+    ``check(params, world_size)`` when it needs the number of ranks, or ``check(params, world_size, inputs)`` when it
+    needs the model's input form (:attr:`ModelSpec.inputs`, "" when the model names none) — runs in the launching
+    process before any rank starts and raises :class:`~ddpx.contract.errors.UserError` for settings that cannot work
+    (a missing or unreadable file, a missing optional dependency, fewer training samples than ranks).
+    ``train_samples(params)``, when the task can tell before launch how many training samples its ``dataset.*`` keys
+    give (a generated dataset), returns that number: ddpx then refuses a ``train.batch_size`` larger than each rank's
+    share, a batch that could never fill. ``predictor`` (a :class:`TablePredictor`) lets the trained model answer
+    tables: ``ddpx predict``, and the best model logged as an MLflow model.
 
     ``inputs`` names the forms of input the task can hand out, its default first (the SMILES
     tasks: ``("smiles_tokens", "molecule_graph", "molecule_features")``). A model that needs one of them says so in

@@ -166,9 +166,11 @@ def run_side_by_side(
     slots: list[Slot],
     begin: Callable[[object], None],
     report: Callable[[object], None],
+    noun: str = "trial",
 ) -> None:
     """Keep every slot busy until the source has no more trials (``begin(trial)`` before each
-    starts, ``report(trial)`` as each ends); Ctrl-C or SIGTERM stops them all."""
+    starts, ``report(trial)`` as each ends); Ctrl-C or SIGTERM stops them all. ``noun``: what the
+    lines printed call a trial (a study's are its runs)."""
     free, running = list(slots), []
     with signals_reach_the_ranks():
         try:
@@ -177,7 +179,7 @@ def run_side_by_side(
                     begin(trial)
                     running.append(start(registry, trial, free.pop(0)))
                     print(
-                        f"ddpx: trial {trial.number} ({trial.label}) started, {running[-1].slot.describe()}; its "
+                        f"ddpx: {noun} {trial.number} ({trial.label}) started, {running[-1].slot.describe()}; its "
                         f"output goes to {trial.job.run_dir.path / 'trial.log'}",
                         flush=True,
                     )

@@ -63,7 +63,7 @@ def run_epochs(run: RunContext) -> None:
     """Train until ``train.max_epochs``, early stopping, or a stop request (raises :class:`Preempted`)."""
     stops = StopRequests(every=run.train["stop_check_every"])
     max_epochs = run.train["max_epochs"]
-    pruning = TrialPruning(run.job.search, run.env.is_main) if run.job.search else None
+    pruning = TrialPruning(run.job.search, run.env.is_main) if run.job.search and run.member is None else None
     try:
         while run.state.position.epoch < max_epochs and not stopping_early(run):
             epoch = run.state.position.epoch + 1

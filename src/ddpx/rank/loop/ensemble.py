@@ -93,65 +93,66 @@ def finished_members(run: RunContext) -> list[str]:
     return broadcast_object(found)
 
 
-def train_member(member: RunContext, data: TaskData) -> MemberResult:
-    """Train one member from its seed (or continue it); rank 0 writes its best weights and record."""
-    seed_everything(member.train["seed"])
-    train_model(member, data)
-    state = member.state
+def train_member(run: RunContext, data: TaskData) -> MemberResult:
+    """Train one member from its seed (or continue it; ``run`` is the member's context, see
+    :meth:`RunContext.for_member`); rank 0 writes its best weights and record."""
+    seed_everything(run.train["seed"])
+    train_model(run, data)
+    state = run.state
     selection = state.selection
     state.model.load_state_dict(selection.best_state)
-    weights = gathered(selection.best_state)  # whole tensors of a sharded model, on every rank
+    weights = {k: v.detach().cpu() for k, v in gathered(selection.best_state).items()}  # every rank gathers
     record = {
-        "seed": member.member.seed,
+        "seed": run.member.seed,
         "best_epoch": selection.best_epoch,
         "epochs_run": state.position.epoch,
         "best_dev": selection.best[0] if selection.best else None,
         "best_dev_loss": selection.best[1] if selection.best else None,
     }
-    if not member.env.is_main:
-        return evaluated(member, data, state.model, record, None)
+    if not run.env.is_main:
+        return evaluated(run, data, state.model, record, None)
     contents = {
         "model": weights,
-        "recipe": member.job.config,
+        "recipe": run.job.config,
         "task_info": data.info,
-        "ensemble_member": member.member.index,
+        "ensemble_member": run.member.index,
         "ensemble_record": record,
     }
-    save_checkpoint(member.best_checkpoint, contents)
-    return evaluated(member, data, state.model, record, weights)
+    save_checkpoint(run.best_checkpoint, contents)
+    return evaluated(run, data, state.model, record, weights)
 
 
-def read_member(member: RunContext, data: TaskData, path: str) -> MemberResult:
+def read_member(run: RunContext, data: TaskData, path: str) -> MemberResult:
     """A member the run had finished before it continued: its best weights and record, read back."""
-    BEACON.at(f"reading back ensemble member {member.member.index} from {path}")
+    BEACON.at(f"reading back ensemble member {run.member.index} from {path}")
     saved = load_checkpoint(path)
-    model = member.parts.model.build({k: v for k, v in member.job.config["model"].items() if k != "name"}, data.info)
+    model = run.parts.model.build({k: v for k, v in run.job.config["model"].items() if k != "name"}, data.info)
     weights = model_state_from(saved)
     model.load_state_dict(weights)
-    model.to(member.device)
-    member.data = data
-    member.evaluate_with(
+    model.to(run.device)
+    run.data = data
+    run.evaluate_with(
         data,
-        loss_function(member.parts.task.loss),
-        autocast_factory(member.device, member.train["precision"]),
+        loss_function(run.parts.task.loss),
+        autocast_factory(run.device, run.train["precision"]),
     )
-    member.console.print(f"read back from {path}")
-    if member.env.is_main and Path(path) != member.best_checkpoint:  # continued from another run's folder
-        save_checkpoint(member.best_checkpoint, saved)
-    return evaluated(member, data, model, dict(saved["ensemble_record"]), weights if member.env.is_main else None)
+    run.console.print(f"read back from {path}")
+    if run.env.is_main and Path(path) != run.best_checkpoint:  # continued from another run's folder
+        save_checkpoint(run.best_checkpoint, saved)
+    return evaluated(run, data, model, dict(saved["ensemble_record"]), weights if run.env.is_main else None)
 
 
 def evaluated(
-    member: RunContext, data: TaskData, model: torch.nn.Module, record: dict[str, Any], weights: Any
+    run: RunContext, data: TaskData, model: torch.nn.Module, record: dict[str, Any], weights: Any
 ) -> MemberResult:
     """The member's exact dev and held-out outputs (gathered on rank 0) and its held-out metrics."""
-    metric = member.parts.metric
-    dev = evaluate(model, data.dev, keep_predictions=True, **member.evaluation)
-    heldout = evaluate(model, data.heldout, keep_predictions=True, **member.evaluation)
+    metric = run.parts.metric
+    dev = evaluate(model, data.dev, keep_predictions=True, **run.evaluation)
+    heldout = evaluate(model, data.heldout, keep_predictions=True, **run.evaluation)
     by_label = per_label_metrics(heldout.predictions, metric, data.info.get("labels") or [], "heldout")
     record.update(heldout=heldout.as_metrics("heldout", metric.name), by_label=broadcast_object(by_label))
-    member.console.print(
-        f"member {member.member.index}: heldout_{metric.name} {heldout.metric:.4f} (best dev epoch "
+    run.console.print(
+        f"member {run.member.index}: heldout_{metric.name} {heldout.metric:.4f} (best dev epoch "
         f"{record['best_epoch']} of {record['epochs_run']})"
     )
     return MemberResult(record, model, dev.predictions, heldout.predictions, weights)

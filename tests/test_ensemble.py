@@ -116,6 +116,23 @@ def test_a_bad_ensemble_size_is_refused_before_launch(ddpx_here, tmp_path, value
     assert not (tmp_path / "ddpx-runs").exists() and not (tmp_path / "mlflow.db").exists()  # nothing started
 
 
+def test_an_ensemble_of_a_loss_it_cannot_average_is_refused_before_launch():
+    from dataclasses import replace
+
+    from ddpx.api import UserError
+    from ddpx.config.recipe import resolve_recipe
+    from ddpx.launch.plan import check_ensemble
+    from ddpx.plugin_host.registry import load_registry
+
+    recipe = resolve_recipe(load_registry(), "mlp_synthetic", ["train.ensemble_size=2"])
+    check_ensemble(recipe)  # cross_entropy: averaged
+    other = replace(recipe, task=replace(recipe.task, loss="gaussian_nll"))  # a plugin's loss of another form
+    with pytest.raises(UserError, match=r"task 'mlp_synthetic' trains with 'gaussian_nll'\. Set train.ensemble_size=1"):
+        check_ensemble(other)
+    other.config["train"]["ensemble_size"] = 1
+    check_ensemble(other)  # one model: nothing to average
+
+
 @pytest.mark.slow
 def test_three_members_on_two_ranks_answer_as_their_members_mean(job_here, ddpx_here, tmp_path, new_store):
     from mlflow.tracking import MlflowClient

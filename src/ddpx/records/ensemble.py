@@ -28,9 +28,7 @@ from contextlib import contextmanager
 import torch
 
 from ddpx.contract.errors import PluginError
-
-COMBINED = ("bce_with_logits", "cross_entropy", "mse")
-SPREAD_COLUMN = "ensemble_spread"
+from ddpx.records.ensemble_columns import COMBINED
 
 
 def combine(outputs: torch.Tensor, loss: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -53,14 +51,6 @@ def combine(outputs: torch.Tensor, loss: str) -> tuple[torch.Tensor, torch.Tenso
 
 def unknown_loss(loss: str) -> PluginError:
     return PluginError(f"an ensemble combines the outputs of the losses {', '.join(COMBINED)}, not '{loss}'.")
-
-
-def spread_names(count: int, labels: Sequence[str]) -> list[str]:
-    """The spread's column names: ``ensemble_spread``, or ``ensemble_spread_<label>`` for each of several."""
-    if count == 1:
-        return [SPREAD_COLUMN]
-    names = list(labels) if len(labels) == count else [str(j) for j in range(count)]
-    return [f"{SPREAD_COLUMN}_{name}" for name in names]
 
 
 def as_columns(spread: torch.Tensor) -> torch.Tensor:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ddpx.records.ensemble import SPREAD_COLUMN
+from ddpx.records.ensemble_columns import SPREAD_COLUMN
 from ddpx.records.report_files import new_figure, predictions_csv, save_figure
 
 MOST_CURVES = 12

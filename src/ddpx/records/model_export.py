@@ -12,7 +12,7 @@ An ensemble (``train.ensemble_size=K``) is one model too: ``member_<i>_state_dic
 member instead of ``state_dict.pt``, and ``model.json`` names them with the loss their outputs are
 combined by (``"ensemble"``). It loads as an :class:`~ddpx.records.ensemble.EnsembleModel`, and
 its table predictor answers with the members' mean and adds their spread
-(:data:`~ddpx.records.ensemble.SPREAD_COLUMN`, ``ensemble_spread_<label>`` for several labels).
+(:data:`~ddpx.records.ensemble_columns.SPREAD_COLUMN`, ``ensemble_spread_<label>`` for several labels).
 
 :func:`load_model` rebuilds the module from such a folder (downloaded from MLflow, say)::
 
@@ -31,7 +31,8 @@ import torch
 
 from ddpx.contract.errors import PluginError, UserError
 from ddpx.records.atomic_save import removed_if_failed, save_atomically
-from ddpx.records.ensemble import EnsembleModel, as_columns, spread_names
+from ddpx.records.ensemble import EnsembleModel, as_columns
+from ddpx.records.ensemble_columns import spread_names
 
 FORMAT = "ddpx-model"
 STATE_FILE = "state_dict.pt"

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ddpx.records.ensemble import SPREAD_COLUMN
+from ddpx.records.ensemble_columns import SPREAD_COLUMN
 from ddpx.records.label_reports import label_reports, probabilities_of
 from ddpx.records.regression_reports import regression_reports
 from ddpx.records.report_files import new_figure, predictions_csv, save_figure

@@ -140,6 +140,7 @@ def test_three_members_on_two_ranks_answer_as_their_members_mean(job_here, ddpx_
 
     molecules = write_smiles_csv(tmp_path / "molecules.csv", n=120)
     recipe = [f"dataset.path={molecules}", "dataset.label_column=p_np", "train.ensemble_size=3", *SMALL_RNN]
+    recipe.append("train.log_every_n_steps=1")
     trained = job_here("smiles_csv_rnn", *recipe, tracking_uri=new_store, env={"DDPX_LOG_MODEL": "true"})
     summary, run_dir = trained.summary(), trained.run_dirs()[0]
     smiles, targets = heldout_molecules(molecules, "p_np")
@@ -176,6 +177,8 @@ def test_three_members_on_two_ranks_answer_as_their_members_mean(job_here, ddpx_
         assert run.data.metrics[f"member_{i}/best_dev_roc_auc"] == record["best_dev"]
     curve = client.get_metric_history(run.info.run_id, "member_2/dev_roc_auc")
     assert [m.step for m in curve] == [5, 6]  # its epochs follow the two members' before it
+    steps = client.get_metric_history(run.info.run_id, "member_1/step/train_loss")
+    assert [m.step for m in steps] == [1, 2, 3, 4] and "step/train_loss" not in run.data.metrics  # a curve each
     (logged,) = client.search_logged_models(experiment_ids=[run.info.experiment_id])  # one model
     assert logged.source_run_id == run.info.run_id
 

@@ -123,6 +123,12 @@ class RunSummary:
     several labels also has ``by_label``: ``heldout_<metric>/<label>`` for each label it scored.
     ``uncertainty`` holds the held-out calibration and uncertainty metrics every run records
     (``docs/uncertainty.md``).
+
+    An ensemble (``train.ensemble_size`` above 1) has ``members``, one record each: its ``seed``,
+    ``best_epoch``, ``epochs_run``, ``best_dev`` and ``best_dev_loss`` (its own selection), and its
+    ``heldout`` and ``by_label`` metrics; the fields above are then the ensemble's — its held-out
+    and dev results (``best_dev``: its members' mean on dev), the epochs of all members
+    (``epochs_run``), and ``best_epoch`` 0 (each member has its own).
     """
 
     heldout: dict[str, float]
@@ -142,6 +148,7 @@ class RunSummary:
     selected_by: str = "metric"  # train.select_by: the epoch of the best dev metric, or of the lowest dev loss
     best_dev_loss: float | None = None  # the selected epoch's dev loss
     uncertainty: dict[str, float] = field(default_factory=dict)  # heldout_nll, heldout_coverage_90, ...
+    members: list[dict[str, Any]] = field(default_factory=list)  # an ensemble's members (see below)
 
     @property
     def heldout_metric(self) -> tuple[str, float]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ddpx.records.ensemble_columns import SPREAD_COLUMN
 from ddpx.records.report_files import new_figure, predictions_csv, save_figure
 
 MOST_CURVES = 12
@@ -74,8 +75,11 @@ def label_reports(
     logits: np.ndarray,
     names: Sequence[str],
     folder: Path,
+    spread: np.ndarray | None = None,
     extra: Sequence[tuple[str, np.ndarray]] = (),
 ) -> list[Path]:
+    """The ROC figure and the predictions CSV; an ensemble's ``spread`` ``(N, L)`` of each label's
+    probability as ``ensemble_spread_<label>`` after the label's probability; ``extra`` columns last."""
     probabilities = probabilities_of(logits)
     header, columns = [], []
     for j, name in enumerate(names):
@@ -85,6 +89,9 @@ def label_reports(
             logits[:, j],
             probabilities[:, j],
         ]
+        if spread is not None:
+            header.append(f"{SPREAD_COLUMN}_{name}")
+            columns.append(np.asarray(spread, dtype=np.float64)[:, j])
     return [
         label_roc_png(targets, logits, names, folder / "heldout_roc_curves.png"),
         predictions_csv(

@@ -1,6 +1,7 @@
 """Small SMILES CSV files in the real on-disk shape of MoleculeNet's BBBP (for fast tests).
 
 Label 1 exactly when the molecule carries a chlorine, which a small RNN learns in a few epochs.
+Every molecule is one RDKit parses (``tests/test_smiles_reading.py`` checks it).
 """
 
 from __future__ import annotations
@@ -19,21 +20,37 @@ FRAGMENTS = [
     "c1ccncc1",
     "CN(C)C",
     "C#N",
-    "[nH]1cccc1",
+    "c1cc[nH]c1",
     "C%10CC%10",
-    "S(=O)(=O)N",
+    "CS(=O)(=O)N",
     "CCN",
     "F",
-    "[C@@H](O)C",
+    "C[C@@H](O)C",
     "Br",
 ]
+# An end group (one bond) opens the molecule, closes it, or in between hangs from a carbon of its
+# own; every other fragment bonds on both sides. So any chain is a molecule RDKit parses, and the
+# graph and features models read every molecule the SMILES model reads.
+END_GROUPS = {"F": ("F", "F"), "Br": ("Br", "Br"), "Cl": ("Cl", "Cl"), "C#N": ("N#C", "C#N")}
+
+
+def _written(parts: list[str]) -> str:
+    out = []
+    for k, part in enumerate(parts):
+        if part not in END_GROUPS:
+            out.append(part)
+        elif k == 0 or k == len(parts) - 1:
+            out.append(END_GROUPS[part][k > 0])
+        else:
+            out.append(f"C({part})")
+    return "".join(out)
 
 
 def molecule(rng: random.Random, chlorine: bool) -> str:
     parts = [rng.choice(FRAGMENTS) for _ in range(rng.randint(2, 5))]
     if chlorine:
         parts.insert(rng.randrange(len(parts) + 1), "Cl")
-    return "".join(parts)
+    return _written(parts)
 
 
 def write_smiles_csv(

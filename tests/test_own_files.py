@@ -98,3 +98,85 @@ def test_a_word_labelled_semicolon_file_trains_like_the_comma_file_and_predicts_
         "",
     ]
     assert rows[1]["probability"] == rows[2]["probability"] == "" and rows[1]["predicted"] == ""
+
+
+def built(path, family: str, said: list, *keys: str):
+    """The splits the recipe ``smiles_csv_<family>`` builds from ``path`` (in this process, rank 0 of 1)."""
+    from ddpx.config.recipe import resolve_recipe
+    from ddpx.contract.records import DataRequest
+    from ddpx.plugin_host.registry import load_registry
+
+    registry = load_registry()
+    recipe = resolve_recipe(
+        registry, f"smiles_csv_{family}", [f"dataset.path={path}", "dataset.label_column=p_np", *keys]
+    )
+    task = registry.task_of(recipe.config)
+    request = DataRequest(
+        params=recipe.config["dataset"],
+        seed=0,
+        rank=0,
+        world_size=1,
+        local_rank=0,
+        barrier=lambda: None,
+        log=said.append,
+        inputs=task.input_for(recipe.model),
+    )
+    return task.build_data(request)
+
+
+def test_every_family_leaves_the_same_unparsable_molecules_out_and_says_which_lines(tmp_path, monkeypatch):
+    pytest.importorskip("chemprop")
+    from test_dmpnn import UNPARSABLE, write_graph_csv
+
+    monkeypatch.setenv("DDPX_DATA_DIR", str(tmp_path / "data"))
+    path = write_graph_csv(tmp_path / "mols.csv", n=60, unparsable=4)  # lines 2-5
+    table = read(path)
+    said = {family: [] for family in ("rnn", "dmpnn", "ffn")}
+    features = {"ffn": ["dataset.molecule_features=morgan_count"]}  # which rows, whatever the features
+    data = {family: built(path, family, said[family], *features.get(family, [])) for family in said}
+    tokens = data["rnn"].info["vocab"]
+    for split in ("train", "dev", "heldout"):
+        read_by_rnn = ["".join(tokens[t] for t in seq.tolist()) for seq in getattr(data["rnn"], split).sequences]
+        for family in ("dmpnn", "ffn"):
+            dataset = getattr(data[family], split)
+            assert read_by_rnn == [table.smiles[row] for row in dataset.rows]
+            assert torch_equal(getattr(data["rnn"], split).labels, dataset.labels)
+        assert not set(read_by_rnn) & set(UNPARSABLE)
+    reports = {family: [line for line in lines if "RDKit cannot parse" in line] for family, lines in said.items()}
+    assert all(len(lines) == 1 for lines in reports.values()), reports
+    assert len({lines[0] for lines in reports.values()}) == 1  # word for word
+    assert (
+        reports["rnn"][0].startswith("skipped 4 molecule(s) RDKit cannot parse (")
+        and "at line 2, 3, 4, 5:" in (reports["rnn"][0])
+    )
+
+
+def torch_equal(a, b) -> bool:
+    import torch
+
+    return torch.equal(a, b)
+
+
+def test_without_rdkit_the_smiles_model_keeps_every_row_and_says_so_once(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from test_dmpnn import write_graph_csv
+
+    path = write_graph_csv(tmp_path / "mols.csv", n=60, unparsable=2)
+    tests = Path(__file__).parent
+    code = (
+        "from test_own_files import built\n"
+        "said = []\n"
+        f"data = built({str(path)!r}, 'rnn', said)\n"
+        "print(len(data.train) + len(data.dev) + len(data.heldout))\n"
+        "print(sum('RDKit is not installed' in line for line in said))\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tests / "fake_no_rdkit"), str(tests), os.environ.get("PYTHONPATH", "")]),
+    }
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.split() == ["60", "1"]  # every row, the unparsable two too; said once

@@ -41,13 +41,17 @@ class SmilesTable:
     numbers_not_binary: list[int] = field(default_factory=list)  # lines whose 0/1 label is another number
     regression: bool = False
     label_words: dict[str, list[str]] = field(default_factory=dict)  # column -> [class 0's word, class 1's]
+    lines: list[int] = field(default_factory=list)  # each molecule's line in the file
 
     def skipped_report(self) -> str:
-        parts = []
-        for reason, lines in self.skipped.items():
-            shown = ", ".join(map(str, lines[:SHOWN_ROWS])) + (", ..." if len(lines) > SHOWN_ROWS else "")
-            parts.append(f"{len(lines)} with {reason} (line {shown})")
-        return "; ".join(parts)
+        return "; ".join(
+            f"{len(lines)} with {reason} (line {line_list(lines)})" for reason, lines in self.skipped.items()
+        )
+
+
+def line_list(lines: Sequence[int]) -> str:
+    """The first few of ``lines``, comma-separated ("3, 8, 13, 21, 40, ..." for more)."""
+    return ", ".join(map(str, lines[:SHOWN_ROWS])) + (", ..." if len(lines) > SHOWN_ROWS else "")
 
 
 def _label(text: str) -> int | None:
@@ -164,6 +168,7 @@ def read_smiles_csv(
                 table.smiles.append(smiles)
                 table.tokens.append(tokens)
                 table.labels.append(label)
+                table.lines.append(line)
     except (UnicodeDecodeError, gzip.BadGzipFile, EOFError):
         raise UserError(
             f"dataset file '{path}' is not UTF-8 text (is it a binary or compressed file?). Point dataset.path to the CSV."
@@ -214,9 +219,8 @@ def check_label_columns(path: Path, table: SmilesTable) -> None:
 
 
 def measurements_not_classes(path: Path | str, lines: Sequence[int]) -> str:
-    shown = ", ".join(map(str, lines[:SHOWN_ROWS])) + (", ..." if len(lines) > SHOWN_ROWS else "")
     return (
-        f"dataset file '{path}' holds numbers other than 0 and 1 in its label column(s) (line {shown}): "
+        f"dataset file '{path}' holds numbers other than 0 and 1 in its label column(s) (line {line_list(lines)}): "
         "measurements, not classes. Train on them as a regression (task smiles_csv with "
         "dataset.task_type=regression), or give 0/1 label columns."
     )

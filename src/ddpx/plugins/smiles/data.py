@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from ddpx.api import DataRequest, TaskData
-from ddpx.plugins.smiles.chem import canonicalizer
+from ddpx.plugins.smiles.chem import canonicalizer, rdkit_parses
 from ddpx.plugins.smiles.csv_table import SmilesTable, read_smiles_csv
 from ddpx.plugins.smiles.dataset import SmilesDataset, collate
 from ddpx.plugins.smiles.download import ensure_file
 from ddpx.plugins.smiles.enumeration import EnumeratedSmilesDataset, encoded, enumerate_all
 from ddpx.plugins.smiles.file_checks import dataset_path, label_columns
+from ddpx.plugins.smiles.parsed_rows import parsed_splits
 from ddpx.plugins.smiles.scaling import SCALER_KEY, fit_scaler, standardised
 from ddpx.plugins.smiles.splits import random_split, scaffold_split
 from ddpx.plugins.smiles.tokenizer import Vocabulary
@@ -49,13 +50,50 @@ def build_smiles_data(
         from ddpx.plugins.smiles.graphs import graph_task_data
 
         return graph_task_data(
-            table.smiles, splits, labels, info, source, request.log, p["molecule_features"], request=request
+            table.smiles,
+            splits,
+            labels,
+            info,
+            source,
+            request.log,
+            p["molecule_features"],
+            request=request,
+            lines=table.lines,
         )
     if request.inputs == "molecule_features":
         from ddpx.plugins.smiles.vectors import vector_task_data
 
-        return vector_task_data(table.smiles, splits, labels, info, source, request.log, p["molecule_features"])
-    return token_task_data(table, splits, labels, info, p, request.seed, source)
+        return vector_task_data(
+            table.smiles, splits, labels, info, source, request.log, p["molecule_features"], lines=table.lines
+        )
+    return token_task_data(
+        table, *parsed_only(table, splits, labels, source, request.log), info, p, request.seed, source
+    )
+
+
+def parsed_only(table: SmilesTable, splits, labels, source: str, log: Callable[[str], None]):
+    """The splits without the molecules RDKit cannot parse, which every model family leaves out
+    (the graph and features models have no input for them), so two families on one file train on
+    the same molecules. Without RDKit nothing can tell them: every row stays, and the log says so."""
+    parsed = rdkit_parses(table.smiles)
+    if parsed is None:
+        log(
+            "RDKit is not installed, so the molecules it cannot parse, which every model family leaves out "
+            "where it is, cannot be found: every row the tokenizer reads stays in its split."
+        )
+        return splits, labels
+    if all(parsed):
+        return splits, labels
+    kept = parsed_splits(
+        splits,
+        labels,
+        parsed,
+        source,
+        log,
+        empty="so no model has anything to train or score there.",
+        lines=table.lines,
+    )
+    return {name: rows for name, (rows, _) in kept.items()}, {name: values for name, (_, values) in kept.items()}
 
 
 def read_table(path: Path, p: Mapping[str, Any], regression: bool, log: Callable[[str], None]) -> SmilesTable:

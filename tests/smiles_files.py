@@ -31,7 +31,7 @@ FRAGMENTS = [
 # An end group (one bond) opens the molecule, closes it, or in between hangs from a carbon of its
 # own; every other fragment bonds on both sides. So any chain is a molecule RDKit parses, and the
 # graph and features models read every molecule the SMILES model reads.
-END_GROUPS = {"F": ("F", "F"), "Br": ("Br", "Br"), "Cl": ("Cl", "Cl"), "C#N": ("N#C", "C#N")}
+END_GROUPS = {"F": ("F", "F"), "Br": ("Br", "Br"), "Cl": ("Cl", "Cl"), "I": ("I", "I"), "C#N": ("N#C", "C#N")}
 
 
 def _written(parts: list[str]) -> str:
@@ -51,6 +51,25 @@ def molecule(rng: random.Random, chlorine: bool) -> str:
     if chlorine:
         parts.insert(rng.randrange(len(parts) + 1), "Cl")
     return _written(parts)
+
+
+CLASS_WORDS = ("CI", "CM", "CA")  # HIV's activity classes; read in alphabetical order: CA 0, CI 1, CM 2
+CLASS_MARKS = ("Cl", "I", None)  # what tells each class: a chlorine, an iodine, neither
+
+
+def write_classes_csv(path: Path, n: int = 90, seed: int = 0, *, words: tuple[str, ...] = CLASS_WORDS) -> Path:
+    """HIV's shape for several classes: ``smiles,activity`` with a word per class, a third of each;
+    each class's molecules carry its mark (``CLASS_MARKS``), so a small model tells them apart."""
+    rng = random.Random(seed)
+    lines = ["smiles,activity"]
+    for i in range(n):
+        parts = [rng.choice(FRAGMENTS) for _ in range(rng.randint(2, 5))]
+        mark = CLASS_MARKS[i % 3]
+        if mark:
+            parts.insert(rng.randrange(len(parts) + 1), mark)
+        lines.append(f"{_written(parts)},{words[i % 3]}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
 
 
 def write_smiles_csv(

@@ -66,8 +66,10 @@ def column_classes(path: Path, column: str, values: list[str]) -> list[str] | No
     0/1 (a cell that is neither is then a bad row, or a measurement, reported as such)."""
     present = [v for v in values if v.lower() not in MISSING]
     numbers = [number(v) for v in present]
-    if not present or any(n is not None for n in numbers):
-        return integer_classes(numbers) if all(n is not None for n in numbers) else None
+    if not present:
+        return None
+    if any(n is not None for n in numbers):  # 0/1, the integers 0 to K-1, or measurements
+        return integer_classes(numbers) if None not in numbers else None
     by_lower = list(dict.fromkeys(w.lower() for w in present))
     if not 2 <= len(by_lower) <= MOST_CLASSES:
         found = listed(list(dict.fromkeys(present))[:5]) + (", ..." if len(by_lower) > 5 else "")
@@ -118,7 +120,7 @@ def label_words(path: Path, delimiter: str, columns: Sequence[str]) -> dict[str,
     return found
 
 
-def several_classes(path_text: str, smiles_column: str, column: str) -> bool:
+def holds_several_classes(path_text: str, smiles_column: str, column: str) -> bool:
     """Whether the file's label column holds three classes or more (``False`` when the file cannot
     tell: it is missing or unreadable, which the task's check reports). Read once per version of
     the file: both sides of a launch ask."""

@@ -7,11 +7,11 @@ commas, blank lines. Class labels may be 0/1 or two words per column (``yes``/``
 ``active``/``inactive``, ``true``/``false``, or any two strings: the second in alphabetical
 order is class 1 unless the words say otherwise); the words are kept so predictions answer in them.
 One label column may hold three classes or more, as words (HIV's ``CI``/``CM``/``CA``: classes in
-alphabetical order) or as the integers 0 to K-1. Bad rows — an empty SMILES, a label that is not 0/1, characters the
-tokenizer cannot represent — are counted and reported with their line numbers, then skipped
-(or, with ``strict``, refused). With several label columns (Tox21, SIDER, ClinTox) an empty or
-``NaN`` cell is a missing label (``nan`` in the table), as MoleculeNet publishes them; a row
-with no label at all is skipped. A regression file (``regression=True``: ESOL, Lipophilicity,
+alphabetical order) or as the integers 0 to K-1. Bad rows — an empty SMILES, a label that is not
+0/1 (or none of the column's classes), characters the tokenizer cannot represent — are counted
+and reported with their line numbers, then skipped (or, with ``strict``, refused). With several
+label columns (Tox21, SIDER, ClinTox) an empty or ``NaN`` cell is a missing label (``nan`` in the
+table), as MoleculeNet publishes them; a row with no label at all is skipped. A regression file (``regression=True``: ESOL, Lipophilicity,
 FreeSolv, a user's own measurements) has numeric targets instead, read the same way.
 """
 
@@ -66,7 +66,7 @@ def _labels(
     row: dict, columns: Sequence[str], regression: bool, words: dict[str, dict[str, int]]
 ) -> tuple[object, str | None]:
     """The row's label (one column) or labels (several: nan where missing), or why they are bad;
-    ``words`` maps a column's two words (lower case) to 0 and 1."""
+    ``words`` maps a column's class names (lower case) to their classes."""
     texts = [(row.get(column) or "").strip() for column in columns]
     kind = "a target that is not a number" if regression else "a label that is not 0/1"
     if len(words.get(columns[0], ())) > 2:

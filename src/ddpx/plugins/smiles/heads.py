@@ -13,7 +13,7 @@ def output_width(info: Mapping[str, Any]) -> int:
     return len(info.get("classes") or info.get("labels") or [None])
 
 
-def several_classes(info: Mapping[str, Any]) -> bool:
+def softmax_classifier(info: Mapping[str, Any]) -> bool:
     return bool(info.get("classes"))
 
 
@@ -23,7 +23,7 @@ def chemprop_head(info: Mapping[str, Any], **sizes: Any):
     layers, dropout and activation."""
     from chemprop import nn as chem_nn
 
-    if several_classes(info):
+    if softmax_classifier(info):
         return chem_nn.MulticlassClassificationFFN(n_classes=output_width(info), n_tasks=1, **sizes)
     head = chem_nn.RegressionFFN if info.get("task_type") == "regression" else chem_nn.BinaryClassificationFFN
     return head(n_tasks=output_width(info), **sizes)

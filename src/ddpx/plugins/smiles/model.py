@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from ddpx.plugins.smiles.heads import output_width, several_classes
+from ddpx.plugins.smiles.heads import output_width, softmax_classifier
 from ddpx.plugins.smiles.scaling import SCALER_KEY, output_step
 
 
@@ -24,7 +24,7 @@ def build_smiles_rnn(params, info) -> SmilesRNN:
         num_labels=output_width(info),
         output=output_step(info),
         averages_values=bool(info.get(SCALER_KEY)),
-        softmax=several_classes(info),
+        softmax=softmax_classifier(info),
         **params,
     )
 

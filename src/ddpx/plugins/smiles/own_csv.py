@@ -27,13 +27,17 @@ TASK_TYPES = ("classification", "regression")
 
 
 def _judged_by(params: Mapping[str, Any]) -> tuple:
-    from ddpx.plugins.smiles.csv_format import several_classes
+    from ddpx.plugins.smiles.csv_format import holds_several_classes
     from ddpx.plugins.smiles.file_checks import label_columns
 
     if params["task_type"] == "regression":
         return ("mse", "rmse")
     columns = label_columns(params)
-    if len(columns) == 1 and params["path"] and several_classes(params["path"], params["smiles_column"], columns[0]):
+    if (
+        len(columns) == 1
+        and params["path"]
+        and holds_several_classes(params["path"], params["smiles_column"], columns[0])
+    ):
         return ("cross_entropy", "roc_auc", ("accuracy",))
     return ("bce_with_logits", "roc_auc")
 
@@ -79,6 +83,11 @@ def _check_not_binary(table, path: str) -> None:
 def own_csv_task(params_for, predictor) -> TaskSpec:
     params: dict[str, Param] = dict(params_for(smiles_column="smiles", url="", label_column="", label_columns=[]))
     params["path"] = Param("", "your CSV file (required): a SMILES column and one or several label columns")
+    params["label_column"] = Param(
+        "",
+        "column holding the labels: 0/1 or two words; three classes or more as words or as 0 to K-1 (a softmax "
+        "classifier); numbers with dataset.task_type=regression",
+    )
     params["task_type"] = Param(
         "classification",
         "what the label columns hold: 0/1 classes (classification) or numbers (regression)",

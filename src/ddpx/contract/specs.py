@@ -42,10 +42,9 @@ class TaskSpec:
     """A learning problem: how to build its data, its loss and the metric that judges it.
 
     ``loss`` is ``"cross_entropy"`` (integer class targets, logits of shape ``(N, C)``) or
-    ``"bce_with_logits"`` (0/1 targets, logits of shape ``(N,)``). ``metric`` names a
-    registered metric, used for model selection on the dev split and reported on held-out.
-    ``params`` declares the task's ``dataset.*`` keys. ``check(params)`` — or
-    ``check(params, world_size)`` when it needs the number of ranks, or
+    ``"bce_with_logits"`` (0/1 targets, logits of shape ``(N,)``). ``metric`` names a registered
+    metric, used for model selection on the dev split and reported on held-out. ``params``
+    declares the task's ``dataset.*`` keys. ``check(params)`` — or ``check(params, world_size)`` when it needs the number of ranks, or
     ``check(params, world_size, inputs)`` when it needs the model's input form
     (:attr:`ModelSpec.inputs`, "" when the model names none) — runs in the launching
     process before any rank starts and raises :class:`~ddpx.contract.errors.UserError` for settings
@@ -57,16 +56,16 @@ class TaskSpec:
     answer tables: ``ddpx predict``, and the best model logged as an MLflow model.
 
     ``inputs`` names the forms of input the task can hand out, its default first (the SMILES
-    tasks: ``("smiles_tokens", "molecule_graph", "molecule_features")``). A model that needs one of them says so in
-    :attr:`ModelSpec.inputs`; ``build_data`` then receives that name as
-    :attr:`DataRequest.inputs` and builds its splits in that form. A recipe pairing a model with
-    a task that cannot give it its input is refused before anything starts.
+    tasks: ``("smiles_tokens", "molecule_graph", "molecule_features")``). A model that needs one
+    of them says so in :attr:`ModelSpec.inputs`; ``build_data`` then receives that name as
+    :attr:`DataRequest.inputs` and builds its splits in that form (a model whose form the task
+    cannot give is refused before anything starts).
 
     ``judged_by(params)``, for a task whose kind depends on its ``dataset.*`` keys (a user's own
-    file, classification or regression), returns the ``(loss, metric)`` those keys give; ddpx
-    uses them instead of ``loss`` and ``metric`` (see :meth:`for_params`). Losses: also ``"mse"``
-    (numeric targets ``(N,)`` or ``(N, T)``, NaN cells left out).
-    """
+    file, classification or regression), returns the ``(loss, metric)`` (or ``(loss, metric,
+    heldout_metrics)``) those keys give, used instead of the fields (:meth:`for_params`). Losses:
+    also ``"mse"`` (numeric targets ``(N,)`` or ``(N, T)``, NaN cells left out). ``heldout_metrics``:
+    more metrics over the held-out predictions, recorded as ``heldout_<name>`` beside the metric."""
 
     name: str
     description: str
@@ -78,14 +77,15 @@ class TaskSpec:
     predictor: TablePredictor | None = None
     train_samples: Callable[[Mapping[str, Any]], int | None] | None = None
     inputs: tuple[str, ...] = ()
-    judged_by: Callable[[Mapping[str, Any]], tuple[str, str]] | None = None
+    judged_by: Callable[[Mapping[str, Any]], tuple] | None = None
+    heldout_metrics: tuple[str, ...] = ()
 
     def for_params(self, params: Mapping[str, Any]) -> TaskSpec:
         """This task with the loss and metric its ``dataset.*`` keys give (itself when fixed)."""
         if self.judged_by is None:
             return self
-        loss, metric = self.judged_by(params)
-        return replace(self, loss=loss, metric=metric)
+        loss, metric, *more = self.judged_by(params)
+        return replace(self, loss=loss, metric=metric, heldout_metrics=tuple(more[0]) if more else self.heldout_metrics)
 
     def input_for(self, model: ModelSpec) -> str:
         """The input form a run of ``model`` on this task gets ("" when the task names none)."""

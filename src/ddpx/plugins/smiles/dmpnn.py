@@ -5,8 +5,9 @@ Bond message passing (``BondMessagePassing``; ``AtomMessagePassing`` with
 ``model.atom_messages``) over Chemprop's batched graph, an aggregation of the atoms into one
 vector per molecule (``norm``: the sum divided by ``model.aggregation_norm``, Chemprop's default;
 ``mean``; ``sum``), batch normalisation when asked, and Chemprop's feed-forward head
-(``BinaryClassificationFFN`` or ``RegressionFFN``) giving one output per molecule and label
-(``(B,)`` for one label, ``(B, L)`` for several). A classifier answers logits (the head's
+(``BinaryClassificationFFN``, ``MulticlassClassificationFFN`` or ``RegressionFFN``) giving one
+output per molecule and label (``(B,)`` for one label, ``(B, L)`` for several; ``(B, C)``, a logit
+per class, for one label of C classes). A classifier answers logits (the head's
 ``train_step``: Chemprop applies the sigmoid only when predicting), which ddpx's loss and metrics
 expect; a regression model answers in the targets' units in eval mode
 (:func:`~ddpx.plugins.smiles.scaling.output_step`, applied last). Trained with
@@ -24,6 +25,7 @@ import torch
 from torch import nn
 
 from ddpx.plugins.smiles.chemprop_check import import_chemprop
+from ddpx.plugins.smiles.heads import chemprop_head, per_molecule
 from ddpx.plugins.smiles.molecule_features import SCALER_KEY, feature_width
 from ddpx.plugins.smiles.scaling import Standardise, output_step
 
@@ -63,7 +65,7 @@ class DMPNN(nn.Module):
     def forward(self, batch) -> torch.Tensor:
         bmg, features = batch if isinstance(batch, tuple) else (batch, None)
         outputs = self.predictor.train_step(self.fingerprint(bmg, features))  # logits, or standardised values
-        return self.output(outputs.squeeze(-1) if outputs.shape[-1] == 1 else outputs)
+        return self.output(per_molecule(outputs))
 
 
 def build_dmpnn(params: Mapping[str, Any], info: Mapping[str, Any]) -> DMPNN:
@@ -94,9 +96,8 @@ def build_dmpnn(params: Mapping[str, Any], info: Mapping[str, Any]) -> DMPNN:
         agg = chem_nn.NormAggregation(norm=params["aggregation_norm"])
     else:
         agg = chem_nn.AggregationRegistry[params["aggregation"]]()
-    head = chem_nn.RegressionFFN if info.get("task_type") == "regression" else chem_nn.BinaryClassificationFFN
-    predictor = head(
-        n_tasks=len(info.get("labels") or [None]),
+    predictor = chemprop_head(
+        info,
         input_dim=message_passing.output_dim + feature_width(info),
         hidden_dim=params["ffn_hidden_size"],
         n_layers=params["ffn_layers"],

@@ -5,8 +5,8 @@
 
 The tasks' :class:`~ddpx.api.TablePredictor` does the same for a table with a ``smiles`` column
 (``ddpx predict``, the logged MLflow model), for token, graph and features models alike: a ``probability``
-of each label from a classifier, a ``prediction`` in the targets' own units from a regression
-model.
+of each label from a classifier (a softmax classifier: the ``predicted`` class's name and each
+class's probability), a ``prediction`` in the targets' own units from a regression model.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ class SmilesPredictor:
     def __init__(self, model: torch.nn.Module, vocabulary: Vocabulary):
         self.model = model.eval()
         self.vocabulary = vocabulary
+        self.softmax = getattr(model, "softmax", False)
 
     @classmethod
     def from_checkpoint(cls, path: str | Path) -> SmilesPredictor:
@@ -40,9 +41,10 @@ class SmilesPredictor:
 
     @torch.no_grad()
     def predict_proba(self, smiles: Sequence[str], batch_size: int = 256) -> list:
-        """The probability of label 1 per molecule (with several labels, a list per molecule), in float64:
-        in float32 every logit from about 17 on reads 1.0, and confident molecules would tie."""
-        return torch.sigmoid(self.outputs(smiles, batch_size).double()).tolist()
+        """The probability of label 1 per molecule (with several labels, a list per molecule; of a
+        softmax classifier, each class's), in float64: in float32 every logit from about 17 on reads
+        1.0, and confident molecules would tie."""
+        return probabilities(self.outputs(smiles, batch_size), self.softmax).tolist()
 
     @torch.no_grad()
     def outputs(self, smiles: Sequence[str], batch_size: int = 256) -> torch.Tensor:
@@ -69,7 +71,8 @@ def predict_table(model: torch.nn.Module, info, table):
     """For every row's ``smiles``: a ``probability`` of label 1 (``probability_<label>`` for each of
     several labels), or for a regression model a ``prediction`` (``prediction_<target>``). Where the
     training file wrote a label's classes as words, ``predicted`` (``predicted_<label>``) answers in
-    them (class 1's word from a probability of 0.5 up). A row the model cannot read (a SMILES RDKit
+    them (class 1's word from a probability of 0.5 up); a softmax classifier answers the
+    ``predicted`` class's name and each class's ``probability_<class>``. A row the model cannot read (a SMILES RDKit
     cannot parse, for a graph or features model; one the tokenizer cannot represent) is left
     unanswered, and a ``problem`` column says why; the other rows are answered."""
     if SMILES_COLUMN not in getattr(table, "columns", ()):
@@ -82,19 +85,39 @@ def predict_table(model: torch.nn.Module, info, table):
     smiles = ["" if s != s or s is None else str(s) for s in table[SMILES_COLUMN]]  # an empty cell reads NaN
     problems = [unreadable(info, s) for s in smiles]
     kept = [i for i, problem in enumerate(problems) if not problem]
-    regression = info.get("task_type") == "regression"
+    regression, classes = info.get("task_type") == "regression", info.get("classes") or []
     answered = []
     if kept:
         outputs = model_outputs(model.eval(), info, [smiles[i] for i in kept])
-        answered = (outputs if regression else torch.sigmoid(outputs.double())).tolist()  # float64: predict_proba
+        answered = (outputs if regression else probabilities(outputs, bool(classes))).tolist()  # float64
     labels = info.get("labels") or [""]
-    values: list = [[float("nan")] * len(labels) if len(labels) > 1 else float("nan")] * len(smiles)
+    width = len(classes) or len(labels)
+    values: list = [[float("nan")] * width if width > 1 else float("nan")] * len(smiles)
     for i, value in zip(kept, answered):
         values[i] = value
-    _answer_columns(out, values, labels, info.get("label_words") or {}, "prediction" if regression else "probability")
+    if classes:
+        _class_columns(out, values, classes)
+    else:
+        _answer_columns(
+            out, values, labels, info.get("label_words") or {}, "prediction" if regression else "probability"
+        )
     if len(kept) < len(smiles):
         out["problem"] = problems
     return out
+
+
+def probabilities(logits: torch.Tensor, softmax: bool) -> torch.Tensor:
+    """Each label's probability, or with ``softmax`` each class's, in float64 (as predict_proba)."""
+    return torch.softmax(logits.double(), dim=-1) if softmax else torch.sigmoid(logits.double())
+
+
+def _class_columns(out, values: list, classes: list[str]) -> None:
+    """``predicted``: the most probable class's name; ``probability_<class>``: each class's probability."""
+    out["predicted"] = [
+        "" if row[0] != row[0] else classes[max(range(len(row)), key=row.__getitem__)] for row in values
+    ]
+    for k, name in enumerate(classes):
+        out[f"probability_{name}"] = [row[k] for row in values]
 
 
 def _answer_columns(out, values: list, labels: list[str], words: dict, column: str) -> None:

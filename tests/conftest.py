@@ -53,6 +53,7 @@ LONGEST_FIRST = [
     "test_wrappers.py",
     "test_vision_e2e.py",
     "test_quality_tables.py",
+    "test_own_files.py",
     "test_moleculenet_e2e.py",
     "test_uncertainty_runs.py",
     "test_features_ffn.py",

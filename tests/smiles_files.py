@@ -1,6 +1,7 @@
 """Small SMILES CSV files in the real on-disk shape of MoleculeNet's BBBP (for fast tests).
 
 Label 1 exactly when the molecule carries a chlorine, which a small RNN learns in a few epochs.
+Every molecule is one RDKit parses (``tests/test_smiles_reading.py`` checks it).
 """
 
 from __future__ import annotations
@@ -19,21 +20,56 @@ FRAGMENTS = [
     "c1ccncc1",
     "CN(C)C",
     "C#N",
-    "[nH]1cccc1",
+    "c1cc[nH]c1",
     "C%10CC%10",
-    "S(=O)(=O)N",
+    "CS(=O)(=O)N",
     "CCN",
     "F",
-    "[C@@H](O)C",
+    "C[C@@H](O)C",
     "Br",
 ]
+# An end group (one bond) opens the molecule, closes it, or in between hangs from a carbon of its
+# own; every other fragment bonds on both sides. So any chain is a molecule RDKit parses, and the
+# graph and features models read every molecule the SMILES model reads.
+END_GROUPS = {"F": ("F", "F"), "Br": ("Br", "Br"), "Cl": ("Cl", "Cl"), "I": ("I", "I"), "C#N": ("N#C", "C#N")}
+
+
+def _written(parts: list[str]) -> str:
+    out = []
+    for k, part in enumerate(parts):
+        if part not in END_GROUPS:
+            out.append(part)
+        elif k == 0 or k == len(parts) - 1:
+            out.append(END_GROUPS[part][k > 0])
+        else:
+            out.append(f"C({part})")
+    return "".join(out)
 
 
 def molecule(rng: random.Random, chlorine: bool) -> str:
     parts = [rng.choice(FRAGMENTS) for _ in range(rng.randint(2, 5))]
     if chlorine:
         parts.insert(rng.randrange(len(parts) + 1), "Cl")
-    return "".join(parts)
+    return _written(parts)
+
+
+CLASS_WORDS = ("CI", "CM", "CA")  # HIV's activity classes; read in alphabetical order: CA 0, CI 1, CM 2
+CLASS_MARKS = ("Cl", "I", None)  # what tells each class: a chlorine, an iodine, neither
+
+
+def write_classes_csv(path: Path, n: int = 90, seed: int = 0, *, words: tuple[str, ...] = CLASS_WORDS) -> Path:
+    """HIV's shape for several classes: ``smiles,activity`` with a word per class, a third of each;
+    each class's molecules carry its mark (``CLASS_MARKS``), so a small model tells them apart."""
+    rng = random.Random(seed)
+    lines = ["smiles,activity"]
+    for i in range(n):
+        parts = [rng.choice(FRAGMENTS) for _ in range(rng.randint(2, 5))]
+        mark = CLASS_MARKS[i % 3]
+        if mark:
+            parts.insert(rng.randrange(len(parts) + 1), mark)
+        lines.append(f"{_written(parts)},{words[i % 3]}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
 
 
 def write_smiles_csv(

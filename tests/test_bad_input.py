@@ -115,6 +115,10 @@ WIDE = (
     + "\n"
     + "".join(f"{i},C{'C' * (i % 5)}O,{i % 2}," + ",".join("0.5" for _ in range(300)) + "\n" for i in range(40))
 ).encode()
+RARE_CLASS = (
+    "smiles,y\n" + "".join(f"C{'C' * (i % 7)}O,{('CA', 'CI', 'CM')[min(i, 1 + i % 2)]}\n" for i in range(60))
+).encode()
+TWO_COLUMNS = ("smiles,y,z\n" + "".join(f"C{'C' * (i % 7)}O,{i % 3},{i % 2}\n" for i in range(60))).encode()
 LONE_ACTIVE = ("smiles,y\n" + "".join(f"C{'C' * (i % 7)}O,{int(i > 0)}\n" for i in range(60))).encode()
 NUL_NAME = b'name = "tiny\\u0000x"\ntask = "mlp_synthetic"\n[model]\nname = "mlp"\n'
 CASES = {
@@ -337,6 +341,22 @@ CASES = {
         [*OWN_CSV, "dataset.path=lone.csv"],
         "Add molecules with label 0 (at least 10",
         files=_write("lone.csv", LONE_ACTIVE),
+    ),
+    # several classes the file cannot train
+    "csv with a class too rare for its split": Case(
+        [*OWN_CSV, "dataset.path=rare.csv"],
+        "only 1 of them with label 'CA': too few for a stratified random split",
+        files=_write("rare.csv", RARE_CLASS),
+    ),
+    "csv with one word for its classes": Case(
+        [*OWN_CSV, "dataset.path=word.csv"],
+        "has 1 different label(s) in 'y' (active); a label column of a classification task holds two classes or more",
+        files=_write("word.csv", b"smiles,y\n" + b"".join(b"C%sO,active\n" % (b"C" * (i % 5)) for i in range(30))),
+    ),
+    "several classes among several label columns": Case(
+        [*OWN_CSV[:-1], 'dataset.label_columns=["y", "z"]', "dataset.path=two.csv"],
+        "column 'y' of 'two.csv' holds 3 classes (0, 1, 2), and with several label columns each holds two",
+        files=_write("two.csv", TWO_COLUMNS),
     ),
     # a user's own file declared as what it is not
     "measurements declared classification": Case(

@@ -37,6 +37,7 @@ def test_an_image_folder_trains_on_two_ranks_and_predicts_class_names(job_here, 
     summary = json.loads((result.run_dirs()[0] / "summary.json").read_text())
     assert summary["heldout_samples"] == 15  # a fixed stratified 20 % of 72: 5 of each class
     assert summary["heldout"]["heldout_accuracy"] > 0.6, summary  # chance is 1/3
+    assert_heldout_reports_agree(result.run_dirs()[0] / "reports", summary, CLASSES)
     new = tmp_path / "new"
     new.mkdir()
     for label, name in enumerate(CLASSES):
@@ -47,6 +48,22 @@ def test_an_image_folder_trains_on_two_ranks_and_predicts_class_names(job_here, 
     rows = list(csv.DictReader(out.open()))
     assert {r["predicted"] for r in rows} <= set(CLASSES) and len(rows) == 3
     assert sum(Path(r["path"]).stem == r["predicted"] for r in rows) >= 2
+
+
+def assert_heldout_reports_agree(reports: Path, summary: dict, classes: list[str]) -> None:
+    """The held-out accuracy and macro ROC-AUC are scikit-learn's over the predictions file, and
+    the confusion matrix counts every held-out sample once."""
+    from sklearn.metrics import accuracy_score, roc_auc_score
+
+    rows = list(csv.DictReader((reports / "heldout_predictions.csv").open(newline="")))
+    targets = [int(r["target"]) for r in rows]
+    probabilities = [[float(r[f"probability_{c}"]) for c in classes] for r in rows]
+    heldout = summary["heldout"]
+    assert heldout["heldout_roc_auc"] == roc_auc_score(targets, probabilities, multi_class="ovr", average="macro")
+    assert heldout["heldout_accuracy"] == accuracy_score(targets, [int(r["predicted"]) for r in rows])
+    matrix = list(csv.reader((reports / "heldout_confusion_matrix.csv").open(newline="")))
+    assert matrix[0] == ["true", *classes] and [row[0] for row in matrix[1:]] == classes
+    assert sum(int(n) for row in matrix[1:] for n in row[1:]) == summary["heldout_samples"] == len(rows)
 
 
 def empty(folder: Path) -> Path:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, confusion_matrix, roc_auc_score
 
+from ddpx.contract.errors import UserError
 from ddpx.plugins.metrics import accuracy
 from ddpx.records.reports import confusion_counts
 
@@ -24,6 +25,23 @@ def test_accuracy_equals_scikit_learns(shape):
     expected = accuracy_score(targets.astype(int), predicted)
     assert 0.0 < expected < 1.0
     assert accuracy(targets, outputs) == pytest.approx(expected, abs=0)
+
+
+def test_macro_roc_auc_of_several_classes_is_scikit_learns_one_vs_rest_on_the_softmax():
+    from ddpx.plugins.metrics import class_probabilities, roc_auc
+
+    rng = np.random.default_rng(2)
+    targets = rng.integers(0, 4, size=300)
+    logits = (rng.normal(size=(300, 4)) + 1.5 * np.eye(4)[targets]).astype(np.float32)
+    probabilities = np.exp(logits.astype(np.float64)) / np.exp(logits.astype(np.float64)).sum(1, keepdims=True)
+    value = roc_auc(targets.astype(np.float32), logits)  # class targets come as floats from a SMILES task
+    assert 0.6 < value < 1 and value == roc_auc_score(targets, probabilities, multi_class="ovr", average="macro")
+    assert np.allclose(class_probabilities(logits), probabilities, rtol=0, atol=1e-15)
+    absent = targets != 2  # a split without class 2: the mean over the classes it has
+    alone = [roc_auc_score(targets[absent] == k, probabilities[absent, k]) for k in (0, 1, 3)]
+    assert roc_auc(targets[absent], logits[absent]) == pytest.approx(np.mean(alone), abs=1e-15)
+    with pytest.raises(UserError, match="two classes or more"):
+        roc_auc(np.zeros(10), logits[:10])
 
 
 def test_confusion_counts_equal_scikit_learns():
@@ -58,8 +76,10 @@ def test_accuracy_tasks_never_import_scikit_learn(tmp_path):
         f"files = heldout_reports(preds, 'cross_entropy', {{}}, __import__('pathlib').Path({str(tmp_path)!r}))\n"
         "print(len(files), 0 <= value <= 1, 'sklearn' in sys.modules, 'pandas' in sys.modules)\n"
     )
-    assert out.split() == ["2", "True", "False", "False"]
+    assert out.split() == ["3", "True", "False", "False"]
     assert (tmp_path / "heldout_confusion_matrix.png").stat().st_size > 0
+    rows = (tmp_path / "heldout_confusion_matrix.csv").read_text().splitlines()
+    assert rows[0] == "true,0,1,2,3" and sum(int(n) for row in rows[1:] for n in row.split(",")[1:]) == 64
 
 
 @pytest.mark.parametrize("task, imported", [("bbbp", True), ("mlp_synthetic", False)])

@@ -37,7 +37,8 @@ def tracked(server, tmp_path_factory):
     from conftest import TEST_PLUGINS
 
     workdir = tmp_path_factory.mktemp("work")
-    env = dict(os.environ, MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL="1", COLUMNS="200", PYTHONPATH=str(TEST_PLUGINS))
+    path = os.pathsep.join(filter(None, [str(TEST_PLUGINS), os.environ.get("PYTHONPATH")]))  # as run_ddpx
+    env = dict(os.environ, MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL="1", COLUMNS="200", PYTHONPATH=path)
     env.pop("MLFLOW_TRACKING_URI", None)
 
     def ddpx(*args):
@@ -130,7 +131,8 @@ def test_every_run_records_params_artifacts_dataset_and_system_metrics(tracked, 
     model = load_model(folder)
     csv_path = Path(client.download_artifacts(run.info.run_id, "heldout_predictions.csv", str(tmp_path)))
     rows = csv_path.read_text().splitlines()
-    assert rows[0] == "index,target,predicted,probability,set" and len(rows) == 1 + 301
+    header = "index,target,predicted,probability," + ",".join(f"probability_{k}" for k in range(8))  # its 8 classes
+    assert rows[0] == header + ",set" and len(rows) == 1 + 301  # then its 90 % conformal set
     assert model.training is False and sum(p.numel() for p in model.parameters()) > 0
 
 

@@ -131,5 +131,8 @@ def test_real_bbbp_reaches_a_roc_auc_a_broken_pipeline_cannot(run_ddpx):
     )
     assert result.returncode == 0, result.output
     summary = result.summary()
-    assert summary["heldout_samples"] == 205  # 10 % of 2050, every molecule scored once
+    # 10 % of 2050 held out, every molecule scored once, but for the one of BBBP's 11 RDKit cannot parse that
+    # falls there: every model family leaves them out, the BiLSTM too (the same molecules as the graph model)
+    assert summary["heldout_samples"] == 204
+    assert result.stdout.count("skipped 11 molecule(s) RDKit cannot parse") == 1
     assert summary["heldout"]["heldout_roc_auc"] >= 0.85

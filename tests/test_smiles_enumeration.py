@@ -41,7 +41,8 @@ def test_a_training_molecule_is_read_a_different_way_as_it_is_drawn_again():
     assert data.lengths() == [len(t) for t in tokens]
 
 
-def test_averaged_predictions_are_the_mean_probability_of_each_molecules_smiles():
+@pytest.mark.parametrize("classes", [0, 3])  # one logit per molecule, or a softmax over three classes
+def test_averaged_predictions_are_the_mean_probability_of_each_molecules_smiles(classes):
     tokens = [tokenize(s) for s in MOLECULES]
     ways = enumerate_all(MOLECULES, tokens, range(4), 2, seed=0)
     vocabulary = Vocabulary.build(t for molecule in ways for t in molecule)
@@ -49,16 +50,20 @@ def test_averaged_predictions_are_the_mean_probability_of_each_molecules_smiles(
     (inputs, labels) = collate([data[i] for i in range(4)])
     assert inputs[0].shape[0] == 12 and inputs[2] == 3 and labels.tolist() == [1, 0, 1, 0]
     torch.manual_seed(0)
-    model = SmilesRNN(len(vocabulary), embedding_dim=8, d_model=8, num_layers=1).eval()
+    model = SmilesRNN(
+        len(vocabulary), embedding_dim=8, d_model=8, num_layers=1, num_labels=classes or 1, softmax=bool(classes)
+    ).eval()
+
+    def probability(logits):
+        return torch.softmax(logits, dim=-1) if classes else torch.sigmoid(logits)
+
     with torch.no_grad():
-        averaged = torch.sigmoid(model(inputs))
+        averaged = probability(model(inputs))
         one_by_one = [
-            torch.sigmoid(model(collate([(seq, torch.tensor(0.0))])[0])).item()
-            for molecule in data.ways
-            for seq in molecule
+            probability(model(collate([(seq, torch.tensor(0.0))])[0]))[0] for molecule in data.ways for seq in molecule
         ]
-    expected = torch.tensor(one_by_one).reshape(4, 3).mean(dim=1)
-    assert torch.allclose(averaged, expected, atol=1e-6)
+    expected = torch.stack(one_by_one).reshape(4, 3, *averaged.shape[1:]).mean(dim=1)
+    assert averaged.shape == ((4, 3) if classes else (4,)) and torch.allclose(averaged, expected, atol=1e-6)
 
 
 def padding(lengths, order, batch=16):

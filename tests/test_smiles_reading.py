@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 from real_data import BBBP, needs_bbbp
-from smiles_files import write_smiles_csv
+from smiles_files import write_multilabel_csv, write_regression_csv, write_smiles_csv
 
 from ddpx.contract.errors import UserError
 from ddpx.plugins.smiles.csv_table import read_smiles_csv
@@ -125,6 +125,23 @@ def test_the_real_bbbp_file_reads_completely():
     table = read_smiles_csv(BBBP, "smiles", "p_np", strict=True)
     assert len(table.labels) == 2050
     assert sum(table.labels) == 1567
+
+
+def test_the_test_files_molecules_all_parse_with_rdkit(tmp_path):
+    """Every family reads the same molecules of these files: none is one RDKit refuses."""
+    pytest.importorskip("rdkit")
+    from ddpx.plugins.smiles.chem import canonicalizer
+
+    canonical = canonicalizer()
+    for seed in range(3):
+        files = [
+            (write_smiles_csv(tmp_path / "a.csv", n=300, seed=seed), "p_np", False),
+            (write_multilabel_csv(tmp_path / "b.csv", n=300, seed=seed), ["has Cl", "has, Br"], False),
+            (write_regression_csv(tmp_path / "c.csv", n=300, seed=seed), ["log S", "melting, point"], True),
+        ]
+        for path, labels, regression in files:
+            table = read_smiles_csv(path, "smiles", labels, strict=True, canonical=canonical, regression=regression)
+            assert len(table.smiles) == 300 and not table.skipped
 
 
 def test_canonical_smiles_with_rdkit_merge_spellings_and_skip_what_does_not_parse(tmp_path):

@@ -73,6 +73,7 @@ def test_launchers_run_the_job_and_log_one_mlflow_run(run_ddpx, tracking_uri, ex
     assert 0.5 < metrics["heldout_accuracy"] <= 1.0 and metrics["heldout_loss"] > 0
     assert metrics["heldout_samples"] == 301 and 1 <= metrics["best_epoch"] <= 3
     assert sorted(a.path for a in client.list_artifacts(run.info.run_id)) == [
+        "heldout_confusion_matrix.csv",
         "heldout_confusion_matrix.png",
         "heldout_predictions.csv",
         "heldout_reliability.png",

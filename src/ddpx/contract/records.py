@@ -117,7 +117,8 @@ class RunSummary:
     """The outcome of one run: what rank 0 writes to ``summary.json`` and the launching process
     reads back (the same on every rank when ``ddpx_fit_end`` sees it).
 
-    ``heldout`` maps ``heldout_<metric>`` and ``heldout_loss`` to their values; ``best_dev`` is the
+    ``heldout`` maps ``heldout_<metric>`` and ``heldout_loss`` to their values (and
+    ``heldout_<name>`` for each of the task's ``heldout_metrics``); ``best_dev`` is the
     dev metric of the selected epoch (sweeps choose on it, never on held-out), chosen by that metric
     or, with ``train.select_by=loss``, by the lowest dev loss (``selected_by``, ``best_dev_loss``). A task with
     several labels also has ``by_label``: ``heldout_<metric>/<label>`` for each label it scored.

@@ -55,16 +55,16 @@ class TaskSpec:
     tables: ``ddpx predict``, and the best model logged as an MLflow model.
 
     ``inputs`` names the forms of input the task can hand out, its default first (the SMILES
-    tasks: ``("smiles_tokens", "molecule_graph", "molecule_features")``). A model that needs one of them says so in
-    :attr:`ModelSpec.inputs`; ``build_data`` then receives that name as
-    :attr:`DataRequest.inputs` and builds its splits in that form. A recipe pairing a model with
-    a task that cannot give it its input is refused before anything starts.
+    tasks: ``("smiles_tokens", "molecule_graph", "molecule_features")``). A model that needs one
+    of them says so in :attr:`ModelSpec.inputs`; ``build_data`` then receives that name as
+    :attr:`DataRequest.inputs` and builds its splits in that form (a model whose form the task
+    cannot give is refused before anything starts).
 
     ``judged_by(params)``, for a task whose kind depends on its ``dataset.*`` keys (a user's own
-    file, classification or regression), returns the ``(loss, metric)`` those keys give; ddpx
-    uses them instead of ``loss`` and ``metric`` (see :meth:`for_params`). Losses: also ``"mse"``
-    (numeric targets ``(N,)`` or ``(N, T)``, NaN cells left out), or a model's: :attr:`ModelSpec.loss_for`.
-    """
+    file, classification or regression), returns the ``(loss, metric)`` (or ``(loss, metric, heldout_metrics)``)
+    those keys give, used instead of the fields (:meth:`for_params`). Losses: also ``"mse"`` (numeric targets ``(N,)``
+    or ``(N, T)``, NaN cells left out), or a model's (:attr:`ModelSpec.loss_for`). ``heldout_metrics``: more metrics
+    over the held-out predictions, recorded as ``heldout_<name>`` beside the metric."""
 
     name: str
     description: str
@@ -76,14 +76,15 @@ class TaskSpec:
     predictor: TablePredictor | None = None
     train_samples: Callable[[Mapping[str, Any]], int | None] | None = None
     inputs: tuple[str, ...] = ()
-    judged_by: Callable[[Mapping[str, Any]], tuple[str, str]] | None = None
+    judged_by: Callable[[Mapping[str, Any]], tuple] | None = None
+    heldout_metrics: tuple[str, ...] = ()
 
     def for_params(self, params: Mapping[str, Any]) -> TaskSpec:
         """This task with the loss and metric its ``dataset.*`` keys give (itself when fixed)."""
         if self.judged_by is None:
             return self
-        loss, metric = self.judged_by(params)
-        return replace(self, loss=loss, metric=metric)
+        loss, metric, *more = self.judged_by(params)
+        return replace(self, loss=loss, metric=metric, heldout_metrics=tuple(more[0]) if more else self.heldout_metrics)
 
     def input_for(self, model: ModelSpec) -> str:
         """The input form a run of ``model`` on this task gets ("" when the task names none)."""

@@ -44,6 +44,7 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
     # this world's share of a global batch: the run folder's recipe, the job and the checkpoints agree on it
     recipe.train["batch_size"] = per_rank_batch(recipe.train, resolved.world_size, settings.elastic)
     metric = registry.get("metrics", recipe.task.metric)
+    also = [registry.get("metrics", name) for name in recipe.task.heldout_metrics]  # the held-out metrics beside it
     job = Job(
         recipe_name=recipe.name,
         recipe_source=recipe.source,
@@ -51,7 +52,7 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
         launch=resolved,
         requested=recipe.requested,
         resume_from=resume_from,
-        imports=[*tracker.imports, *metric.imports, *recipe.model.imports],
+        imports=[*tracker.imports, *metric.imports, *(m for spec in also for m in spec.imports), *recipe.model.imports],
     )
     if launcher.check is not None:
         launcher.check(job)

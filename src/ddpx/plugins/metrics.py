@@ -2,8 +2,10 @@
 
 ``accuracy`` takes class logits ``(N, C)`` (argmax) or binary logits ``(N,)`` (threshold 0) and
 needs numpy only; ``roc_auc`` takes binary logits ``(N,)`` or two-class logits ``(N, 2)`` — or,
-with several labels, targets and logits ``(N, L)`` — and is scikit-learn's, whose import (with pandas and pyarrow, over a second) the computing rank does
-while it starts (``MetricSpec.imports``).
+with several labels, targets and logits ``(N, L)``; with three classes or more, class targets
+``(N,)`` and logits ``(N, C)``: the macro one-vs-rest mean — and is scikit-learn's, whose import
+(with pandas and pyarrow, over a second) the computing rank does while it starts
+(``MetricSpec.imports``).
 
 The regression metrics take numeric targets ``(N,)`` (outputs ``(N,)`` or ``(N, 1)``) or several
 targets ``(N, T)`` with NaN where a sample lacks one, and outputs in the targets' units; each
@@ -33,6 +35,8 @@ def roc_auc(targets, outputs) -> float:
     with both classes in the split."""
     from ddpx.api import UserError
 
+    if targets.ndim < 2 and outputs.ndim == 2 and outputs.shape[1] > 2:
+        return _macro_roc_auc(targets.reshape(-1).astype(int), outputs)
     if targets.ndim == 2:
         scores = [
             _one_roc_auc(column[column == column], outputs[column == column, j])
@@ -52,6 +56,35 @@ def roc_auc(targets, outputs) -> float:
             "ROC-AUC needs both classes in the split, but it holds only one. Use more data or a stratified split."
         )
     return _one_roc_auc(labels, scores)
+
+
+def class_probabilities(logits):
+    """The softmax of class logits ``(N, C)`` in float64 (as the held-out predictions file writes them)."""
+    import numpy as np
+
+    shifted = np.asarray(logits, dtype=np.float64)
+    shifted = np.exp(shifted - shifted.max(axis=1, keepdims=True))
+    return shifted / shifted.sum(axis=1, keepdims=True)
+
+
+def _macro_roc_auc(labels, logits) -> float:
+    """Three classes or more: each class against the others, ranked by its softmax probability, and
+    the mean over the classes (scikit-learn's macro one-vs-rest); a class the split lacks cannot be
+    scored and is left out of the mean."""
+    import numpy as np
+    from sklearn.metrics import roc_auc_score
+
+    from ddpx.api import UserError
+
+    probabilities = class_probabilities(logits)
+    present = np.unique(labels)
+    if len(present) < 2:
+        raise UserError(
+            "ROC-AUC needs two classes or more in the split, but it holds only one. Use more data or a stratified split."
+        )
+    if len(present) == probabilities.shape[1]:
+        return float(roc_auc_score(labels, probabilities, multi_class="ovr", average="macro"))
+    return float(np.mean([roc_auc_score(labels == k, probabilities[:, k]) for k in present]))
 
 
 def _one_roc_auc(labels, scores) -> float:
@@ -115,7 +148,13 @@ r2 = _per_target_mean(_r2, 2, "r2")
 def register_metrics(register):
     register(MetricSpec("accuracy", "fraction of samples whose predicted class is the target", accuracy))
     register(
-        MetricSpec("roc_auc", "area under the ROC curve of a binary classifier", roc_auc, imports=("sklearn.metrics",))
+        MetricSpec(
+            "roc_auc",
+            "area under the ROC curve of a binary classifier (each label's, averaged); of several classes, "
+            "each class's against the others, averaged (macro one-vs-rest)",
+            roc_auc,
+            imports=("sklearn.metrics",),
+        )
     )
     register(
         MetricSpec(

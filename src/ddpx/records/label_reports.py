@@ -70,6 +70,13 @@ def probabilities_of(logits: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-np.asarray(logits, dtype=np.float64)))
 
 
+def class_probabilities(logits: np.ndarray) -> np.ndarray:
+    """The softmax of class logits ``(N, C)`` in float64: the numbers the macro ROC-AUC ranks."""
+    shifted = np.asarray(logits, dtype=np.float64)
+    shifted = np.exp(shifted - shifted.max(axis=1, keepdims=True))
+    return shifted / shifted.sum(axis=1, keepdims=True)
+
+
 def label_reports(
     targets: np.ndarray,
     logits: np.ndarray,

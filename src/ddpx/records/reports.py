@@ -5,10 +5,12 @@ Over exactly the held-out split, in dataset order:
 - binary tasks (``bce_with_logits``): ``heldout_roc_curve.png`` and ``heldout_predictions.csv``
   (index, target, logit, probability of class 1); with several labels, the reports of
   :mod:`ddpx.records.label_reports`;
-- multi-class tasks (``cross_entropy``): ``heldout_confusion_matrix.png`` (rows are true
-  classes, columns predicted ones) and ``heldout_predictions.csv`` (index, target, predicted,
-  probability of the predicted class);
-- regression tasks (``mse``, ``gaussian_nll``): the reports of :mod:`ddpx.records.regression_reports`
+- multi-class tasks (``cross_entropy``): ``heldout_confusion_matrix.png`` and
+  ``heldout_confusion_matrix.csv`` (rows are true classes, columns predicted ones, named by the
+  task's ``info["classes"]``) and ``heldout_predictions.csv`` (index, target, predicted,
+  probability of the predicted class, then each class's probability ``probability_<class>``: the
+  softmax in float64, which the macro ROC-AUC ranks);
+- regression tasks (``mse``, ``gaussian_nll``, ``evidential``): the reports of :mod:`ddpx.records.regression_reports`
   (``heldout_predicted_vs_true.png`` and ``heldout_predictions.csv``, in the targets' units).
 
 An ensemble's predictions CSV also holds the spread across its members of each answer (the
@@ -20,6 +22,7 @@ Each predictions CSV ends with the uncertainty columns of :mod:`ddpx.records.unc
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,8 +30,9 @@ from typing import Any
 import numpy as np
 
 from ddpx.contract.outputs import kind_of, point_of
+from ddpx.records.atomic_save import removed_if_failed
 from ddpx.records.ensemble_columns import SPREAD_COLUMN
-from ddpx.records.label_reports import label_reports, probabilities_of
+from ddpx.records.label_reports import class_probabilities, label_reports, probabilities_of
 from ddpx.records.regression_reports import regression_reports
 from ddpx.records.report_files import new_figure, predictions_csv, save_figure
 
@@ -87,6 +91,17 @@ def confusion_matrix_png(targets: np.ndarray, predicted: np.ndarray, classes: li
     return save_figure(fig, path)
 
 
+def confusion_matrix_csv(targets: np.ndarray, predicted: np.ndarray, classes: list[str], path: Path) -> Path:
+    """A row per true class: its name, then how many of its samples each class was predicted as."""
+    matrix = confusion_counts(targets, predicted, len(classes))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with removed_if_failed(path), path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["true", *classes])
+        writer.writerows([name, *row] for name, row in zip(classes, matrix.tolist()))
+    return path
+
+
 def heldout_reports(
     predictions: Any,
     loss: str,
@@ -100,8 +115,6 @@ def heldout_reports(
     columns (a name and a value per sample: :mod:`ddpx.records.uncertainty_reports`) end it."""
     if predictions is None:
         return []
-    import torch
-
     outputs = point_of(predictions.outputs.float(), loss)
     targets = predictions.targets.numpy()
     if kind_of(loss) == "regression":
@@ -121,14 +134,17 @@ def heldout_reports(
             roc_curve_png(targets, probability, folder / "heldout_roc_curve.png"),
             predictions_csv([*header, *names], [*columns, *values], folder / "heldout_predictions.csv"),
         ]
-    probabilities = torch.softmax(outputs, dim=1)
-    confidence, predicted = probabilities.max(dim=1)
+    probabilities = class_probabilities(outputs.numpy())
+    predicted, targets = probabilities.argmax(axis=1), targets.astype(np.int64)  # class targets, floats for some tasks
     classes = [str(c) for c in info.get("classes", range(outputs.shape[1]))]
     header, columns = with_spread_column(
-        ["target", "predicted", "probability"], [targets, predicted.numpy(), confidence.numpy()], spread
+        ["target", "predicted", "probability"], [targets, predicted, probabilities.max(axis=1)], spread
     )
+    header += [f"probability_{c}" for c in classes]
+    columns += list(probabilities.T)
     return [
-        confusion_matrix_png(targets, predicted.numpy(), classes, folder / "heldout_confusion_matrix.png"),
+        confusion_matrix_png(targets, predicted, classes, folder / "heldout_confusion_matrix.png"),
+        confusion_matrix_csv(targets, predicted, classes, folder / "heldout_confusion_matrix.csv"),
         predictions_csv([*header, *names], [*columns, *values], folder / "heldout_predictions.csv"),
     ]
 

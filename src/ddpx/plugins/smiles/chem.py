@@ -38,3 +38,13 @@ def murcko_scaffold(smiles: str) -> str:
         return MurckoScaffold.MurckoScaffoldSmiles(smiles=smiles, includeChirality=False)
     except (ValueError, RuntimeError):
         return ""
+
+
+def rdkit_parses(smiles: list[str]) -> list[bool] | None:
+    """Which SMILES RDKit parses (as the graph and features models read them: Chemprop's
+    ``make_mol`` is RDKit's ``MolFromSmiles``); ``None`` without RDKit."""
+    try:
+        Chem = require_rdkit("checking the SMILES")
+    except UserError:
+        return None
+    return [Chem.MolFromSmiles(s) is not None for s in smiles]

@@ -1,8 +1,9 @@
 """How a file writes its table: the delimiter between fields, and class labels written as words.
 
 Spreadsheets export with commas, semicolons (where the comma is the decimal mark) or tabs, often
-with a byte-order mark; a lab writes classes as ``yes``/``no`` or ``active``/``inactive``. Both
-are read from the file itself.
+with a byte-order mark; a lab writes classes as ``yes``/``no`` or ``active``/``inactive``, and
+several classes as words (HIV's ``CI``/``CM``/``CA``) or as the integers 0 to K-1. All of it is
+read from the file itself.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import csv
 import gzip
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 
 from ddpx.api import UserError, listed
@@ -54,31 +56,55 @@ def delimiter_of(handle, smiles_column: str) -> str:
 
 POSITIVE = {"1", "yes", "y", "true", "t", "active", "positive", "pos"}
 NEGATIVE = {"0", "no", "n", "false", "f", "inactive", "negative", "neg"}
+MOST_CLASSES = 100  # more different labels in a column is a column of names or measurements, not classes
 
 
-def word_classes(path: Path, column: str, values: list[str]) -> list[str] | None:
-    """A column's two words, class 0's first; ``None`` when its labels are numbers (a cell that is
-    neither 0 nor 1 is then a bad row, reported as such)."""
+def column_classes(path: Path, column: str, values: list[str]) -> list[str] | None:
+    """A column's classes, class 0's first, where its labels name them: two words (class 1 the
+    second alphabetically, unless the words say which is positive), three or more words (in
+    alphabetical order), or the integers 0 to K-1 for K of 3 or more. ``None`` where its labels are
+    0/1 (a cell that is neither is then a bad row, or a measurement, reported as such)."""
     present = [v for v in values if v.lower() not in MISSING]
-    if not present or any(number(v) is not None for v in present):
+    numbers = [number(v) for v in present]
+    if not present:
         return None
+    if any(n is not None for n in numbers):  # 0/1, the integers 0 to K-1, or measurements
+        return integer_classes(numbers) if None not in numbers else None
     by_lower = list(dict.fromkeys(w.lower() for w in present))
-    if len(by_lower) != 2:
-        found = listed(list(dict.fromkeys(present)))
+    if not 2 <= len(by_lower) <= MOST_CLASSES:
+        found = listed(list(dict.fromkeys(present))[:5]) + (", ..." if len(by_lower) > 5 else "")
         raise UserError(
             f"dataset file '{path}' has {len(by_lower)} different label(s) in '{column}' ({found}); a label "
-            "column of a classification task holds two classes: 0 and 1, or two words such as yes/no or "
-            "active/inactive. Fix the column, or name another with dataset.label_column."
+            "column of a classification task holds two classes or more (at most "
+            f"{MOST_CLASSES}): 0 and 1, 0 to K-1, or words such as yes/no or CI/CM/CA. Fix the column, or "
+            "name another with dataset.label_column."
         )
-    first, second = sorted(by_lower)
-    if first in POSITIVE or second in NEGATIVE:
-        first, second = second, first
+    ordered = sorted(by_lower)
+    if len(ordered) == 2 and (ordered[0] in POSITIVE or ordered[1] in NEGATIVE):
+        ordered.reverse()
     shown = {w.lower(): w for w in reversed(present)}  # each word as the file first writes it
-    return [shown[first], shown[second]]
+    return [shown[w] for w in ordered]
+
+
+def integer_classes(numbers: list[float | None]) -> list[str] | None:
+    """``["0", ..., "K-1"]`` where ``numbers`` are exactly the integers 0 to K-1, K from 3 on."""
+    distinct = set(numbers)
+    if 3 <= len(distinct) <= MOST_CLASSES and distinct == set(range(len(distinct))):
+        return [str(k) for k in range(len(distinct))]
+    return None
+
+
+def class_of(text: str, codes: dict[str, int]) -> int | None:
+    """The class ``text`` names in a column whose classes are ``codes`` (lower-case name -> class);
+    an integer class may be written 2 or 2.0."""
+    code = codes.get(text.lower())
+    if code is None and (value := number(text)) is not None and value.is_integer():
+        code = codes.get(str(int(value)))
+    return code
 
 
 def label_words(path: Path, delimiter: str, columns: Sequence[str]) -> dict[str, list[str]]:
-    """Each label column's two words, where its labels are words (a first pass over the file)."""
+    """Each label column's classes, where its labels name them (a first pass over the file)."""
     with open_table(path) as handle:
         values: dict[str, list[str]] = {c: [] for c in columns}
         for row in csv.DictReader(handle, delimiter=delimiter):
@@ -88,7 +114,29 @@ def label_words(path: Path, delimiter: str, columns: Sequence[str]) -> dict[str,
                     values[column].append(text)
     found = {}
     for column in columns:
-        words = word_classes(path, column, list(dict.fromkeys(values[column])))
+        words = column_classes(path, column, list(dict.fromkeys(values[column])))
         if words is not None:
             found[column] = words
     return found
+
+
+def holds_several_classes(path_text: str, smiles_column: str, column: str) -> bool:
+    """Whether the file's label column holds three classes or more (``False`` when the file cannot
+    tell: it is missing or unreadable, which the task's check reports). Read once per version of
+    the file: both sides of a launch ask."""
+    path = Path(path_text).expanduser()
+    try:
+        stat = path.stat()
+        return _several_classes(str(path.resolve()), stat.st_mtime_ns, stat.st_size, smiles_column, column)
+    except (OSError, UserError, UnicodeDecodeError, csv.Error, gzip.BadGzipFile, EOFError):
+        return False
+
+
+@lru_cache(maxsize=8)
+def _several_classes(path_text: str, modified: int, size: int, smiles_column: str, column: str) -> bool:
+    path = Path(path_text)
+    with open_table(path) as handle:
+        delimiter = delimiter_of(handle, smiles_column)
+        if column not in next(csv.reader(handle, delimiter=delimiter), []):
+            return False
+    return len(label_words(path, delimiter, [column]).get(column, [])) > 2

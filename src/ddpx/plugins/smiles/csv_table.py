@@ -1,15 +1,17 @@
 """Reading a MoleculeNet-style CSV (or ``.csv.gz``): one SMILES column and one or several binary
-label columns.
+label columns, or one label column of several classes.
 
 Robust to real files as spreadsheets write them: comma, semicolon or tab between fields (found
 by reading the file), a UTF-8 byte-order mark, CRLF line endings, quoted fields containing
 commas, blank lines. Class labels may be 0/1 or two words per column (``yes``/``no``,
 ``active``/``inactive``, ``true``/``false``, or any two strings: the second in alphabetical
-order is class 1 unless the words say otherwise); the words are kept so predictions answer in them. Bad rows — an empty SMILES, a label that is not 0/1, characters the
-tokenizer cannot represent — are counted and reported with their line numbers, then skipped
-(or, with ``strict``, refused). With several label columns (Tox21, SIDER, ClinTox) an empty or
-``NaN`` cell is a missing label (``nan`` in the table), as MoleculeNet publishes them; a row
-with no label at all is skipped. A regression file (``regression=True``: ESOL, Lipophilicity,
+order is class 1 unless the words say otherwise); the words are kept so predictions answer in them.
+One label column may hold three classes or more, as words (HIV's ``CI``/``CM``/``CA``: classes in
+alphabetical order) or as the integers 0 to K-1. Bad rows — an empty SMILES, a label that is not
+0/1 (or none of the column's classes), characters the tokenizer cannot represent — are counted
+and reported with their line numbers, then skipped (or, with ``strict``, refused). With several
+label columns (Tox21, SIDER, ClinTox) an empty or ``NaN`` cell is a missing label (``nan`` in the
+table), as MoleculeNet publishes them; a row with no label at all is skipped. A regression file (``regression=True``: ESOL, Lipophilicity,
 FreeSolv, a user's own measurements) has numeric targets instead, read the same way.
 """
 
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddpx.api import UserError, did_you_mean, listed
-from ddpx.plugins.smiles.csv_format import MISSING, delimiter_of, label_words, number, open_table
+from ddpx.plugins.smiles.csv_format import MISSING, class_of, delimiter_of, label_words, number, open_table
 from ddpx.plugins.smiles.tokenizer import tokenize
 
 SHOWN_ROWS = 5
@@ -41,13 +43,18 @@ class SmilesTable:
     numbers_not_binary: list[int] = field(default_factory=list)  # lines whose 0/1 label is another number
     regression: bool = False
     label_words: dict[str, list[str]] = field(default_factory=dict)  # column -> [class 0's word, class 1's]
+    classes: list[str] = field(default_factory=list)  # one label column of three classes or more: their names
+    lines: list[int] = field(default_factory=list)  # each molecule's line in the file
 
     def skipped_report(self) -> str:
-        parts = []
-        for reason, lines in self.skipped.items():
-            shown = ", ".join(map(str, lines[:SHOWN_ROWS])) + (", ..." if len(lines) > SHOWN_ROWS else "")
-            parts.append(f"{len(lines)} with {reason} (line {shown})")
-        return "; ".join(parts)
+        return "; ".join(
+            f"{len(lines)} with {reason} (line {line_list(lines)})" for reason, lines in self.skipped.items()
+        )
+
+
+def line_list(lines: Sequence[int]) -> str:
+    """The first few of ``lines``, comma-separated ("3, 8, 13, 21, 40, ..." for more)."""
+    return ", ".join(map(str, lines[:SHOWN_ROWS])) + (", ..." if len(lines) > SHOWN_ROWS else "")
 
 
 def _label(text: str) -> int | None:
@@ -59,14 +66,16 @@ def _labels(
     row: dict, columns: Sequence[str], regression: bool, words: dict[str, dict[str, int]]
 ) -> tuple[object, str | None]:
     """The row's label (one column) or labels (several: nan where missing), or why they are bad;
-    ``words`` maps a column's two words (lower case) to 0 and 1."""
+    ``words`` maps a column's class names (lower case) to their classes."""
     texts = [(row.get(column) or "").strip() for column in columns]
     kind = "a target that is not a number" if regression else "a label that is not 0/1"
+    if len(words.get(columns[0], ())) > 2:
+        kind = "a label that is none of its classes"
 
     def read(text: str, column: str):
         if regression:
             return number(text)
-        return words[column].get(text.lower()) if column in words else _label(text)
+        return class_of(text, words[column]) if column in words else _label(text)
 
     if len(columns) == 1:
         label = read(texts[0], columns[0])
@@ -144,9 +153,9 @@ def read_smiles_csv(
             delimiter = delimiter_of(handle, smiles_column)
             reader = csv.DictReader(handle, delimiter=delimiter)
             _check_header(path, reader.fieldnames, smiles_column, label_columns)
-            if not regression:
-                table.label_words = label_words(path, delimiter, label_columns)
-            codes = {c: {w.lower(): i for i, w in enumerate(words)} for c, words in table.label_words.items()}
+            found = {} if regression else label_words(path, delimiter, label_columns)
+            table.label_words, table.classes = _binary_or_several(path, found, label_columns)
+            codes = {c: {w.lower(): i for i, w in enumerate(words)} for c, words in found.items()}
             for row in reader:
                 line = reader.line_num
                 smiles = (row.get(smiles_column) or "").strip()
@@ -164,6 +173,7 @@ def read_smiles_csv(
                 table.smiles.append(smiles)
                 table.tokens.append(tokens)
                 table.labels.append(label)
+                table.lines.append(line)
     except (UnicodeDecodeError, gzip.BadGzipFile, EOFError):
         raise UserError(
             f"dataset file '{path}' is not UTF-8 text (is it a binary or compressed file?). Point dataset.path to the CSV."
@@ -177,6 +187,22 @@ def read_smiles_csv(
         )
     check_label_columns(path, table)
     return table
+
+
+def _binary_or_several(
+    path: Path, found: dict[str, list[str]], columns: Sequence[str]
+) -> tuple[dict[str, list[str]], list[str]]:
+    """The columns whose two classes are words, and the classes of a column of three or more (one
+    label column only: several label columns are binary, one output each)."""
+    several = {column: names for column, names in found.items() if len(names) > 2}
+    if several and len(columns) > 1:
+        column, names = next(iter(several.items()))
+        raise UserError(
+            f"column '{column}' of '{path}' holds {len(names)} classes ({listed(names[:6])}), and with several label "
+            "columns each holds two (0/1 or two words). Train it alone: dataset.label_column="
+            f"{column}, without dataset.label_columns."
+        )
+    return {column: names for column, names in found.items() if len(names) == 2}, next(iter(several.values()), [])
 
 
 def _other_numbers(row: dict, columns: Sequence[str]) -> bool:
@@ -195,10 +221,12 @@ def check_label_columns(path: Path, table: SmilesTable) -> None:
     if len(table.label_names) == 1:
         classes = set(table.labels)
         if len(classes) < 2:
-            found = f"only label {classes.pop()}" if classes else "no usable rows"
+            names = table.classes or table.label_words.get(table.label_names[0]) or ["0", "1"]
+            found = f"only label {names[classes.pop()]}" if classes else "no usable rows"
+            needs = "both 0 and 1" if not table.classes else f"two of its classes ({listed(names)}) or more"
             raise UserError(
-                f"dataset file '{path}' has {found} in '{table.label_names[0]}'; a binary task needs "
-                "both 0 and 1. Check dataset.label_column."
+                f"dataset file '{path}' has {found} in '{table.label_names[0]}'; a classification task needs "
+                f"{needs}. Check dataset.label_column."
             )
         return
     if not table.labels:
@@ -214,11 +242,10 @@ def check_label_columns(path: Path, table: SmilesTable) -> None:
 
 
 def measurements_not_classes(path: Path | str, lines: Sequence[int]) -> str:
-    shown = ", ".join(map(str, lines[:SHOWN_ROWS])) + (", ..." if len(lines) > SHOWN_ROWS else "")
     return (
-        f"dataset file '{path}' holds numbers other than 0 and 1 in its label column(s) (line {shown}): "
+        f"dataset file '{path}' holds numbers other than 0 and 1 in its label column(s) (line {line_list(lines)}): "
         "measurements, not classes. Train on them as a regression (task smiles_csv with "
-        "dataset.task_type=regression), or give 0/1 label columns."
+        "dataset.task_type=regression), or give classes: 0/1, the integers 0 to K-1, or words."
     )
 
 

@@ -5,8 +5,9 @@ Bond message passing (``BondMessagePassing``; ``AtomMessagePassing`` with
 ``model.atom_messages``) over Chemprop's batched graph, an aggregation of the atoms into one
 vector per molecule (``norm``: the sum divided by ``model.aggregation_norm``, Chemprop's default;
 ``mean``; ``sum``), batch normalisation when asked, and Chemprop's feed-forward head
-(``BinaryClassificationFFN`` or ``RegressionFFN``) giving one output per molecule and label
-(``(B,)`` for one label, ``(B, L)`` for several). A classifier answers logits (the head's
+(``BinaryClassificationFFN``, ``MulticlassClassificationFFN`` or ``RegressionFFN``) giving one
+output per molecule and label (``(B,)`` for one label, ``(B, L)`` for several; ``(B, C)``, a logit
+per class, for one label of C classes). A classifier answers logits (the head's
 ``train_step``: Chemprop applies the sigmoid only when predicting), which ddpx's loss and metrics
 expect; a regression model answers in the targets' units in eval mode
 (:func:`~ddpx.plugins.smiles.scaling.output_step`, applied last); with ``model.uncertainty=mve``
@@ -26,8 +27,9 @@ import torch
 from torch import nn
 
 from ddpx.plugins.smiles.chemprop_check import import_chemprop
+from ddpx.plugins.smiles.heads import chemprop_head, per_molecule
 from ddpx.plugins.smiles.molecule_features import SCALER_KEY, feature_width
-from ddpx.plugins.smiles.scaling import Standardise, one_target, output_step
+from ddpx.plugins.smiles.scaling import Standardise, output_step
 
 
 class DMPNN(nn.Module):
@@ -65,7 +67,7 @@ class DMPNN(nn.Module):
     def forward(self, batch) -> torch.Tensor:
         bmg, features = batch if isinstance(batch, tuple) else (batch, None)
         outputs = self.predictor.train_step(self.fingerprint(bmg, features))  # logits, or standardised values
-        return self.output(one_target(outputs))
+        return self.output(per_molecule(outputs))
 
 
 def build_dmpnn(params: Mapping[str, Any], info: Mapping[str, Any]) -> DMPNN:
@@ -96,13 +98,11 @@ def build_dmpnn(params: Mapping[str, Any], info: Mapping[str, Any]) -> DMPNN:
         agg = chem_nn.NormAggregation(norm=params["aggregation_norm"])
     else:
         agg = chem_nn.AggregationRegistry[params["aggregation"]]()
-    head = chem_nn.RegressionFFN if info.get("task_type") == "regression" else chem_nn.BinaryClassificationFFN
     uncertainty = params.get("uncertainty", "none")  # a model saved before the key: none
     variance = uncertainty != "none"
-    if variance:  # per target the mean and a softplus variance (B, T, 2), or the evidential (B, T, 4)
-        head = chem_nn.MveFFN if uncertainty == "mve" else chem_nn.EvidentialFFN
-    predictor = head(
-        n_tasks=len(info.get("labels") or [None]),
+    predictor = chemprop_head(
+        info,
+        uncertainty,
         input_dim=message_passing.output_dim + feature_width(info),
         hidden_dim=params["ffn_hidden_size"],
         n_layers=params["ffn_layers"],

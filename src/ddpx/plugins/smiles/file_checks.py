@@ -114,5 +114,6 @@ def check_smiles_params(
             params["dev_fraction"],
             source=f"'{path}'",
             stratify=len(table.label_names) == 1 and not regression,
+            names=table.classes or table.label_words.get(table.label_names[0]),
         )
     return table

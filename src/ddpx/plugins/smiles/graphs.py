@@ -79,6 +79,7 @@ def graph_task_data(
     log: Callable[[str], None],
     molecule_features: str = NO_FEATURES,
     request: Any = None,
+    lines: Sequence[int] | None = None,
 ) -> TaskData:
     """The splits (row indices into ``smiles``, with their ``labels``) as molecular graphs, with
     ``molecule_features`` beside them unless it is "none"; given the rank's ``request``, the ranks
@@ -97,7 +98,7 @@ def graph_task_data(
         source,
         log,
         empty="so a graph model has nothing to train or score there.",
-        skipped="a graph model has no graph for them, so they are left out of their split.",
+        lines=lines,
     )
     datasets = {name: GraphDataset(graphs, rows, split_labels, features) for name, (rows, split_labels) in kept.items()}
     info = {

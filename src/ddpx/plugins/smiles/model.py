@@ -1,9 +1,11 @@
 """The ``smiles_rnn`` model: embedding, a (bi)directional LSTM or GRU over packed sequences,
 and a linear head giving one output per molecule and label (``(B,)`` for one label, ``(B, L)``
-for several): a logit for a classifier, a value in the targets' units for a regression task
+for several; ``(B, C)``, a logit per class, for one label of C classes): a logit for a
+classifier, a value in the targets' units for a regression task
 (:mod:`ddpx.plugins.smiles.scaling`); with ``model.uncertainty=mve`` (or ``evidential``) a
-regression model answers a mean and a variance for each target (``(B, 2)`` or ``(B, T, 2)``). Given several SMILES of each
-molecule, a classifier answers the logit of their mean probability, a regression model their mean
+regression model answers a mean and a variance for each target (``(B, 2)`` or ``(B, T, 2)``).
+Given several SMILES of each molecule, a classifier answers the logit of their mean probability (a
+softmax classifier: the log of their mean class probabilities), a regression model their mean
 value (and mean variance)."""
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
+from ddpx.plugins.smiles.heads import output_width, softmax_classifier
 from ddpx.plugins.smiles.scaling import SCALER_KEY, MeanVariance, output_step
 
 
@@ -20,9 +23,10 @@ def build_smiles_rnn(params, info) -> SmilesRNN:
     return SmilesRNN(
         len(info["vocab"]),
         pad_id=info["pad_id"],
-        num_labels=len(info.get("labels") or [None]),
+        num_labels=output_width(info),
         output=output_step(info, variance=params.get("uncertainty", "none") != "none"),
         averages_values=bool(info.get(SCALER_KEY)),
+        softmax=softmax_classifier(info),
         **params,
     )
 
@@ -42,6 +46,7 @@ class SmilesRNN(nn.Module):
         num_labels: int = 1,
         output: nn.Module | None = None,
         averages_values: bool = False,
+        softmax: bool = False,
         uncertainty: str = "none",
     ):
         super().__init__()
@@ -62,6 +67,7 @@ class SmilesRNN(nn.Module):
         self.mean_variance = MeanVariance(evidential=width == 4) if width > 1 else None
         self.output = output if output is not None else nn.Identity()
         self.averages_values = averages_values
+        self.softmax = softmax
 
     def forward(self, inputs: tuple) -> torch.Tensor:
         """``(tokens, lengths)``, or ``(tokens, lengths, N)`` for N SMILES of each molecule in a
@@ -71,6 +77,9 @@ class SmilesRNN(nn.Module):
             outputs = self.forward((tokens, lengths))
             if self.averages_values:
                 return outputs.reshape(-1, copies, *outputs.shape[1:]).mean(dim=1)
+            if self.softmax:
+                mean = torch.softmax(outputs.float(), dim=-1).reshape(-1, copies, outputs.shape[-1]).mean(dim=1)
+                return torch.log(mean.clamp_min(1e-12)).to(outputs.dtype)
             mean = torch.sigmoid(outputs.float()).reshape(-1, copies, *outputs.shape[1:]).mean(dim=1)
             return torch.logit(mean, eps=1e-6).to(outputs.dtype)
         tokens, lengths = inputs

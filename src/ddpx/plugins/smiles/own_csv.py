@@ -5,10 +5,13 @@ Any CSV with a SMILES column and one or several label columns::
     ddpx recipe smiles_csv_rnn dataset.path=my_molecules.csv dataset.label_columns='["pIC50"]' \
         dataset.task_type=regression
 
-``dataset.task_type`` declares what the columns hold: ``classification`` (0/1 labels; binary
-cross-entropy, ROC-AUC) or ``regression`` (numbers; mean squared error on standardised targets,
-RMSE). A declaration the file contradicts — numbers such as 3.7 under ``classification``, only
-0s and 1s under ``regression`` — is refused before anything starts.
+``dataset.task_type`` declares what the columns hold: ``classification`` (0/1 labels or two
+words; binary cross-entropy, ROC-AUC) or ``regression`` (numbers; mean squared error on
+standardised targets, RMSE). A declaration the file contradicts — numbers such as 3.7 under
+``classification``, only 0s and 1s under ``regression`` — is refused before anything starts.
+One label column of three classes or more (words such as HIV's CI/CM/CA, or the integers 0 to
+K-1) trains a softmax classifier: cross-entropy, the macro one-vs-rest ROC-AUC (which chooses the
+epoch), and the held-out accuracy beside it.
 """
 
 from __future__ import annotations
@@ -23,8 +26,20 @@ from ddpx.plugins.smiles.moleculenet import INPUTS
 TASK_TYPES = ("classification", "regression")
 
 
-def _judged_by(params: Mapping[str, Any]) -> tuple[str, str]:
-    return ("mse", "rmse") if params["task_type"] == "regression" else ("bce_with_logits", "roc_auc")
+def _judged_by(params: Mapping[str, Any]) -> tuple:
+    from ddpx.plugins.smiles.csv_format import holds_several_classes
+    from ddpx.plugins.smiles.file_checks import label_columns
+
+    if params["task_type"] == "regression":
+        return ("mse", "rmse")
+    columns = label_columns(params)
+    if (
+        len(columns) == 1
+        and params["path"]
+        and holds_several_classes(params["path"], params["smiles_column"], columns[0])
+    ):
+        return ("cross_entropy", "roc_auc", ("accuracy",))
+    return ("bce_with_logits", "roc_auc")
 
 
 def _no_default_path():
@@ -68,6 +83,11 @@ def _check_not_binary(table, path: str) -> None:
 def own_csv_task(params_for, predictor) -> TaskSpec:
     params: dict[str, Param] = dict(params_for(smiles_column="smiles", url="", label_column="", label_columns=[]))
     params["path"] = Param("", "your CSV file (required): a SMILES column and one or several label columns")
+    params["label_column"] = Param(
+        "",
+        "column holding the labels: 0/1 or two words; three classes or more as words or as 0 to K-1 (a softmax "
+        "classifier); numbers with dataset.task_type=regression",
+    )
     params["task_type"] = Param(
         "classification",
         "what the label columns hold: 0/1 classes (classification) or numbers (regression)",

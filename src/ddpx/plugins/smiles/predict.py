@@ -5,8 +5,8 @@
 
 The tasks' :class:`~ddpx.api.TablePredictor` does the same for a table with a ``smiles`` column
 (``ddpx predict``, the logged MLflow model), for token, graph and features models alike: a ``probability``
-of each label from a classifier, a ``prediction`` in the targets' own units from a regression
-model.
+of each label from a classifier (a softmax classifier: the ``predicted`` class's name and each
+class's probability), a ``prediction`` in the targets' own units from a regression model.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ class SmilesPredictor:
     def __init__(self, model: torch.nn.Module, vocabulary: Vocabulary):
         self.model = model.eval()
         self.vocabulary = vocabulary
+        self.softmax = getattr(model, "softmax", False)
 
     @classmethod
     def from_checkpoint(cls, path: str | Path) -> SmilesPredictor:
@@ -40,9 +41,10 @@ class SmilesPredictor:
 
     @torch.no_grad()
     def predict_proba(self, smiles: Sequence[str], batch_size: int = 256) -> list:
-        """The probability of label 1 per molecule (with several labels, a list per molecule), in float64:
-        in float32 every logit from about 17 on reads 1.0, and confident molecules would tie."""
-        return torch.sigmoid(self.outputs(smiles, batch_size).double()).tolist()
+        """The probability of label 1 per molecule (with several labels, a list per molecule; of a
+        softmax classifier, each class's), in float64: in float32 every logit from about 17 on reads
+        1.0, and confident molecules would tie."""
+        return probabilities(self.outputs(smiles, batch_size), self.softmax).tolist()
 
     @torch.no_grad()
     def outputs(self, smiles: Sequence[str], batch_size: int = 256) -> torch.Tensor:
@@ -68,12 +70,13 @@ EXAMPLE_SMILES = ["CCO", "c1ccccc1N", "CC(=O)Oc1ccccc1C(=O)O"]
 def predict_table(model: torch.nn.Module, info, table):
     """For every row's ``smiles``: a ``probability`` of label 1 (``probability_<label>`` for each of
     several labels), or for a regression model a ``prediction`` (``prediction_<target>``), and from
-    a model with a variance head (``model.uncertainty=mve``) its ``variance`` (``variance_<target>``,
-    in the targets' units squared). Where the training file wrote a label's classes as words,
+    a model with a variance head (``model.uncertainty``) its ``variance`` (``variance_<target>``, in
+    the targets' units squared). Where the training file wrote a label's classes as words,
     ``predicted`` (``predicted_<label>``) answers in them (class 1's word from a probability of 0.5
-    up). A row the model cannot read (a SMILES RDKit cannot parse, for a graph or features model;
-    one the tokenizer cannot represent) is left unanswered, and a ``problem`` column says why; the
-    other rows are answered."""
+    up); a softmax classifier answers the ``predicted`` class's name and each class's
+    ``probability_<class>``. A row the model cannot read (a SMILES RDKit cannot parse, for a graph
+    or features model; one the tokenizer cannot represent) is left unanswered, and a ``problem``
+    column says why; the other rows are answered."""
     if SMILES_COLUMN not in getattr(table, "columns", ()):
         columns = ", ".join(map(str, getattr(table, "columns", []))) or "none"
         raise UserError(
@@ -84,31 +87,48 @@ def predict_table(model: torch.nn.Module, info, table):
     smiles = ["" if s != s or s is None else str(s) for s in table[SMILES_COLUMN]]  # an empty cell reads NaN
     problems = [unreadable(info, s) for s in smiles]
     kept = [i for i, problem in enumerate(problems) if not problem]
-    regression = info.get("task_type") == "regression"
+    regression, classes = info.get("task_type") == "regression", info.get("classes") or []
     labels = info.get("labels") or [""]
     answered, variances = [], None
     if kept:
         outputs = model_outputs(model.eval(), info, [smiles[i] for i in kept])
         if regression and outputs.dim() == (2 if len(labels) == 1 else 3):  # a variance head: (mean, variance)
             outputs, variances = outputs[..., 0], outputs[..., 1].tolist()
-        answered = (outputs if regression else torch.sigmoid(outputs.double())).tolist()  # float64: predict_proba
-    words = info.get("label_words") or {}
-    _answer_columns(
-        out, _in_rows(answered, kept, len(smiles), labels), labels, words, "prediction" if regression else "probability"
-    )
+        answered = (outputs if regression else probabilities(outputs, bool(classes))).tolist()  # float64
+    values = _in_rows(answered, kept, len(smiles), len(classes) or len(labels))
+    if classes:
+        _class_columns(out, values, classes)
+    else:
+        _answer_columns(
+            out, values, labels, info.get("label_words") or {}, "prediction" if regression else "probability"
+        )
     if variances is not None:
-        _answer_columns(out, _in_rows(variances, kept, len(smiles), labels), labels, {}, "variance")
+        _answer_columns(out, _in_rows(variances, kept, len(smiles), len(labels)), labels, {}, "variance")
     if len(kept) < len(smiles):
         out["problem"] = problems
     return out
 
 
-def _in_rows(answered: list, kept: list[int], rows: int, labels: list[str]) -> list:
-    """The answers of the ``kept`` rows in place among ``rows``, the others NaN (a list per row for several labels)."""
-    values: list = [[float("nan")] * len(labels) if len(labels) > 1 else float("nan")] * rows
+def _in_rows(answered: list, kept: list[int], rows: int, width: int) -> list:
+    """The answers of the ``kept`` rows in place among ``rows``, the others NaN (a list per row of ``width`` above 1)."""
+    values: list = [[float("nan")] * width if width > 1 else float("nan")] * rows
     for i, value in zip(kept, answered):
         values[i] = value
     return values
+
+
+def probabilities(logits: torch.Tensor, softmax: bool) -> torch.Tensor:
+    """Each label's probability, or with ``softmax`` each class's, in float64 (as predict_proba)."""
+    return torch.softmax(logits.double(), dim=-1) if softmax else torch.sigmoid(logits.double())
+
+
+def _class_columns(out, values: list, classes: list[str]) -> None:
+    """``predicted``: the most probable class's name; ``probability_<class>``: each class's probability."""
+    out["predicted"] = [
+        "" if row[0] != row[0] else classes[max(range(len(row)), key=row.__getitem__)] for row in values
+    ]
+    for k, name in enumerate(classes):
+        out[f"probability_{name}"] = [row[k] for row in values]
 
 
 def _answer_columns(out, values: list, labels: list[str], words: dict, column: str) -> None:

@@ -51,9 +51,16 @@ def _label_in_every_split(count: int, n: int, heldout_fraction: float, dev_fract
 
 
 def check_random_split(
-    labels: Sequence, heldout_fraction: float, dev_fraction: float, *, stratify: bool, source: str = "the dataset file"
+    labels: Sequence,
+    heldout_fraction: float,
+    dev_fraction: float,
+    *,
+    stratify: bool,
+    source: str = "the dataset file",
+    names: Sequence[str] | None = None,
 ) -> None:
-    """Refuse a random split that would leave a split empty or, stratified, without one of the labels."""
+    """Refuse a random split that would leave a split empty or, stratified, without one of the
+    labels (class ``k`` named ``names[k]`` where the file names its classes)."""
     n = len(labels)
     fractions = f"dataset.heldout_fraction={heldout_fraction:g}, dataset.dev_fraction={dev_fraction:g}"
     if min(split_sizes(n, heldout_fraction, dev_fraction)) < 1:
@@ -74,6 +81,7 @@ def check_random_split(
             "labels. Use a file with molecules of each label."
         )
     for label, count in sorted(counts.items(), key=lambda item: item[1]):
+        shown = repr(names[int(label)]) if names else label
         if not _label_in_every_split(count, n, heldout_fraction, dev_fraction):
             need = next(
                 (
@@ -84,9 +92,9 @@ def check_random_split(
                 "more",
             )
             raise UserError(
-                f"{source} has {n} molecules, only {count} of them with label {label}: too few for a stratified "
-                f"random split to put label {label} in each of the training, dev and held-out splits ({fractions}), "
-                f"and the dev and held-out ROC-AUC need it there. Add molecules with label {label} (at least {need} "
+                f"{source} has {n} molecules, only {count} of them with label {shown}: too few for a stratified "
+                f"random split to put label {shown} in each of the training, dev and held-out splits ({fractions}), "
+                f"and the dev and held-out ROC-AUC need it there. Add molecules with label {shown} (at least {need} "
                 "in all with these fractions)" + (", or raise the fractions." if count >= 3 else ".")
             )
 
@@ -99,11 +107,12 @@ def random_split(
     *,
     stratify: bool = True,
     source: str = "the dataset file",
+    names: Sequence[str] | None = None,
 ) -> Split:
     import numpy as np
     from sklearn.model_selection import train_test_split
 
-    check_random_split(labels, heldout_fraction, dev_fraction, stratify=stratify, source=source)
+    check_random_split(labels, heldout_fraction, dev_fraction, stratify=stratify, source=source, names=names)
     labels = np.asarray(labels)
     index = np.arange(len(labels))
     try:

@@ -55,6 +55,7 @@ def vector_task_data(
     source: str,
     log: Callable[[str], None],
     molecule_features: str,
+    lines: Sequence[int] | None = None,
 ) -> TaskData:
     """The splits (row indices into ``smiles``, with their ``labels``) as feature vectors.
     ``info`` gains ``inputs`` ("molecule_features"), ``molecule_features`` and the training
@@ -67,7 +68,7 @@ def vector_task_data(
         source,
         log,
         empty="so it has no molecule features to train or score on.",
-        skipped="they have no molecule features, so they are left out of their split.",
+        lines=lines,
     )
     datasets = {name: FeatureDataset(features, rows, split_labels) for name, (rows, split_labels) in kept.items()}
     info = {

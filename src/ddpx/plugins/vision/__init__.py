@@ -164,6 +164,7 @@ def register_tasks(register):
             build_image_folder,
             loss="cross_entropy",
             metric="accuracy",
+            heldout_metrics=("roc_auc",),  # the macro one-vs-rest ROC-AUC beside it, as a molecule classifier's
             params=IMAGE_FOLDER_PARAMS,
             check=check_image_folder,
             predictor=image_predictor(),

@@ -36,7 +36,7 @@ from ddpx.contract.records import FitContext, RunSummary, TaskData
 from ddpx.contract.run_dir import RunDir
 from ddpx.rank.checkpoints.sharded import gathered
 from ddpx.rank.diagnostics.stall import BEACON
-from ddpx.rank.loop.evaluation import Predictions, evaluate, per_label_metrics
+from ddpx.rank.loop.evaluation import Predictions, evaluate, more_metrics, per_label_metrics
 from ddpx.rank.loop.heldout_records import write_heldout_records
 from ddpx.rank.loop.losses import loss_function
 from ddpx.rank.loop.optim import autocast_factory, seed_everything
@@ -180,10 +180,11 @@ def ensemble_summary(run: RunContext, data: TaskData, results: list[MemberResult
         weights = [r.weights for r in results]
         uncertainty = write_heldout_records(run, data.info, dev, heldout, weights, spread)
         by_label = per_label_metrics(heldout, metric, data.info.get("labels") or [], "heldout")
-        values = (scored(dev, run), scored(heldout, run), by_label, uncertainty)
-    (dev_value, dev_loss), (heldout_value, heldout_loss), by_label, uncertainty = broadcast_object(values)
+        also = [run.registry.get("metrics", name) for name in run.parts.task.heldout_metrics]
+        values = (scored(dev, run), scored(heldout, run), by_label, more_metrics(heldout, also, "heldout"), uncertainty)
+    (dev_value, dev_loss), (heldout_value, heldout_loss), by_label, more, uncertainty = broadcast_object(values)
     return RunSummary(
-        heldout={f"heldout_{metric.name}": heldout_value, "heldout_loss": heldout_loss},
+        heldout={f"heldout_{metric.name}": heldout_value, "heldout_loss": heldout_loss, **more},
         by_label=by_label,
         metric=metric.name,
         greater_is_better=metric.greater_is_better,

@@ -139,6 +139,21 @@ def evaluate(
     return shared
 
 
+def more_metrics(predictions: Predictions | None, metrics: Sequence[MetricSpec], prefix: str) -> dict[str, float]:
+    """``{"<prefix>_<metric>": value}`` of each of ``metrics`` over the gathered predictions (rank
+    0's; ``{}`` elsewhere); one the split cannot score (a class alone in it, say) is left out."""
+    if predictions is None:
+        return {}
+    targets, outputs = predictions.targets.numpy(), predictions.outputs.numpy()
+    values = {}
+    for metric in metrics:
+        try:
+            values[f"{prefix}_{metric.name}"] = float(metric.compute(targets, outputs))
+        except (UserError, ValueError):
+            continue
+    return values
+
+
 def per_label_metrics(
     predictions: Predictions | None, metric: MetricSpec, labels: Sequence[str], prefix: str
 ) -> dict[str, float]:

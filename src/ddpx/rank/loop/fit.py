@@ -20,7 +20,7 @@ from ddpx.contract.records import DataRequest, RunSummary, TaskData
 from ddpx.rank.checkpoints.sharded import gathered
 from ddpx.rank.diagnostics.stall import BEACON
 from ddpx.rank.loop.ensemble import fit_ensemble
-from ddpx.rank.loop.evaluation import Predictions, evaluate, per_label_metrics
+from ddpx.rank.loop.evaluation import Predictions, evaluate, more_metrics, per_label_metrics
 from ddpx.rank.loop.heldout_records import write_heldout_records
 from ddpx.rank.loop.optim import seed_everything
 from ddpx.rank.loop.training import train_model
@@ -85,8 +85,12 @@ def evaluate_heldout(run: RunContext, started: float) -> RunSummary:
     point = run.evaluation["point"]
     points = heldout.predictions and Predictions(point(heldout.predictions.outputs), heldout.predictions.targets)
     by_label = per_label_metrics(points, metric, run.data.info.get("labels") or [], "heldout")
+    also = [run.registry.get("metrics", name) for name in run.parts.task.heldout_metrics]
     return RunSummary(
-        heldout=heldout.as_metrics("heldout", metric.name),
+        heldout={
+            **heldout.as_metrics("heldout", metric.name),
+            **broadcast_object(more_metrics(points, also, "heldout")),
+        },
         by_label=broadcast_object(by_label),
         metric=metric.name,
         greater_is_better=metric.greater_is_better,

@@ -41,6 +41,28 @@ def artifact_uri(source: str) -> str:
     return source
 
 
+def download_location(source: str, uri: str) -> str:
+    """Where the source's files are: a run's URI as it is; a model's (logged, or a registered
+    version, which points at a logged model) resolved in the store ``uri`` itself, never in
+    MLflow's process-wide registry."""
+    location = artifact_uri(source)
+    if not location.startswith("models:/"):
+        return location
+    from mlflow import MlflowClient
+    from mlflow.store.artifact.utils.models import get_model_name_and_version
+
+    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+    for _ in range(2):  # a registered version's source is its logged model's models:/m-... URI
+        found = get_model_name_and_version(client, location)
+        if len(found) == 1:  # models:/m-...: a logged model
+            location = client.get_logged_model(found[0]).artifact_location
+        else:
+            location = client.get_model_version_download_uri(*found)
+        if not location.startswith("models:/"):
+            break
+    return location
+
+
 def from_mlflow(source: str, tracking_uri: str | None):
     """The :class:`~ddpx.plugins.smiles.encoder_files.EncoderFile` of an MLflow run or model."""
     import mlflow
@@ -50,11 +72,13 @@ def from_mlflow(source: str, tracking_uri: str | None):
 
     uri = tracking_store(tracking_uri)
     kind = "MLflow model" if source.startswith("models:/") else "MLflow run"
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a few small files: no bar
     with tempfile.TemporaryDirectory(prefix="ddpx-encoder-") as folder:
         try:
-            mlflow.artifacts.download_artifacts(artifact_uri=artifact_uri(source), dst_path=folder, tracking_uri=uri)
+            location = download_location(source, uri)
+            mlflow.artifacts.download_artifacts(artifact_uri=location, dst_path=folder, tracking_uri=uri)
         except (MlflowException, OSError) as exc:
-            message = (getattr(exc, "message", None) or str(exc)).splitlines()[0]
+            message = (getattr(exc, "message", None) or str(exc)).splitlines()[0].rstrip(".")
             raise UserError(
                 f"model.encoder_from '{source}' cannot be read from the MLflow store {uri}: {message}. Give a run "
                 "of this store (runs:/RUN_ID), a model URI (models:/NAME/VERSION), or a run folder."

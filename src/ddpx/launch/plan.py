@@ -16,6 +16,7 @@ from ddpx.config.recipe import Recipe
 from ddpx.contract.errors import UserError
 from ddpx.contract.job import Job
 from ddpx.contract.launch_settings import LaunchSettings, default_nproc
+from ddpx.contract.run_dir import latest_run_dir
 from ddpx.contract.specs import LauncherSpec
 from ddpx.launch.gpus import local_gpu_count
 from ddpx.plugin_host.registry import Registry
@@ -151,7 +152,10 @@ def check_encoder_start(recipe: Recipe, settings: LaunchSettings) -> None:
             f"train.freeze_encoder_epochs={frozen} keeps the encoder as it starts, and this run's encoder "
             f"starts from random weights. Give it pretrained ones ({key}), or set train.freeze_encoder_epochs=0."
         )
-    if source and encoder.load is not None and not settings.resume:
+    resumes = settings.resume not in (None, "", "auto") or (
+        settings.resume == "auto" and latest_run_dir(recipe.name, settings.runs_dir) is not None
+    )
+    if source and encoder.load is not None and not resumes:  # a run that continues reads no source
         encoder.load(params, settings.tracking_uri)  # a UserError when it cannot start this model
 
 

@@ -53,7 +53,8 @@ def start_encoder(run: RunContext, model: torch.nn.Module) -> None:
 
 def encoder_frozen(run: RunContext) -> bool:
     """Whether the epoch being trained is one of the first ``train.freeze_encoder_epochs``."""
-    return run.state.position.epoch < run.train["freeze_encoder_epochs"] and run.parts.model.encoder is not None
+    frozen = run.train.get("freeze_encoder_epochs", 0)
+    return bool(frozen) and run.state.position.epoch < frozen and run.parts.model.encoder is not None
 
 
 def drop_frozen_gradients(run: RunContext) -> None:

@@ -48,6 +48,7 @@ LONGEST_FIRST = [
     "test_vision_real_mnist.py",
     "test_bad_input.py",
     "test_logged_model.py",
+    "test_ensemble.py",
     "test_example_plugin.py",
     "test_tracking_store_lost.py",
     "test_wrappers.py",

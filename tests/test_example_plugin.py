@@ -6,17 +6,30 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 from conftest import TEST_PLUGINS, TESTS
 from mlflow.tracking import MlflowClient
+from smiles_files import write_smiles_csv
 
 from ddpx.testing import run_recipe
 
 pytestmark = pytest.mark.slow  # every test here starts ranks
 
 EXAMPLE = TESTS.parent / "examples" / "ddpx-moons"
+MODEL_EXAMPLE = TESTS.parent / "examples" / "ddpx-smiles-cnn"
+
+
+def installed(example: Path, tmp_path: Path) -> Path:
+    """``example`` installed with pip into a folder of its own, returned (put on PYTHONPATH for the
+    commands that should see it only, so the tests that run beside never do)."""
+    source, site = tmp_path / example.name, tmp_path / "site"
+    shutil.copytree(example, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "install", "--quiet", "--no-deps"]
+    subprocess.run([*pip, "--no-build-isolation", "--target", str(site), str(source)], check=True, capture_output=True)
+    return site
 
 
 def listed(run_ddpx, env=None):
@@ -28,28 +41,7 @@ def listed(run_ddpx, env=None):
 def test_installed_example_plugin_lists_runs_passes_its_tests_and_uninstalls(
     run_ddpx, tmp_path, tracking_uri, experiment
 ):
-    # installed with pip into a folder of its own (on PYTHONPATH for these commands only), so the
-    # tests that run beside this one never see it
-    source, site = tmp_path / "ddpx-moons", tmp_path / "site"
-    shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "--disable-pip-version-check",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--target",
-            str(site),
-            str(source),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    env = {"PYTHONPATH": os.pathsep.join([str(site), str(TEST_PLUGINS)])}
+    env = {"PYTHONPATH": os.pathsep.join([str(installed(EXAMPLE, tmp_path)), str(TEST_PLUGINS)])}
     plugins, recipes = listed(run_ddpx, env)
     moons = plugins["moons"]
     assert (moons["distribution"], moons["version"], moons["source"]) == ("ddpx-moons", "0.2.0", "entry point")
@@ -94,3 +86,29 @@ def test_run_recipe_registers_uninstalled_plugins_in_every_rank(tmp_path):
     assert result.summary.heldout_samples == 301 and result.checkpoint.is_file()
     starts = [torch.load(result.run_dir / f"start-params-rank{r}.pt", weights_only=True) for r in range(2)]
     assert all(torch.equal(starts[0][k], starts[1][k]) for k in starts[0])  # the plugin ran in both ranks
+
+
+def test_a_plugins_model_is_a_study_candidate_by_name(run_ddpx, tmp_path, tracking_uri, experiment):
+    """The example model plugin's own study file, pointed at a small file of BBBP's format (one seed,
+    one epoch, a random split): its recipe competes with ddpx's BiLSTM under the study's rule and
+    stands in the study's table."""
+    env = {"PYTHONPATH": str(installed(MODEL_EXAMPLE, tmp_path))}
+    write_smiles_csv(tmp_path / "bbbp.csv", n=240)
+    replaced = {
+        "data": 'data = "bbbp.csv"',
+        "seeds": "seeds = [0]",
+        "overrides": 'overrides = ["dataset.split=random", "train.max_epochs=1"]',
+    }
+    lines = [replaced.get(line.partition(" =")[0], line) for line in (MODEL_EXAMPLE / "study.toml").open()]
+    (tmp_path / "study.toml").write_text("\n".join(line.rstrip("\n") for line in lines) + "\n")
+    launch = ["--nproc", "2", "--tracking-uri", tracking_uri, "--experiment", experiment]
+
+    ran = run_ddpx("study", "run", "study.toml", *launch, env=env)
+    assert ran.returncode == 0, ran.output
+    assert "candidate=bbbp_smiles_cnn seed=0" in ran.stdout and "candidate=bbbp_rnn seed=0" in ran.stdout
+    report = run_ddpx("study", "report", "study.toml", env=env)
+    assert report.returncode == 0, report.output
+    assert "| bbbp |" in report.stdout and "D-MPNN (GEM)" in report.stdout
+
+    without = run_ddpx("study", "run", "study.toml", "--dry-run", *launch)  # the plugin not installed
+    assert without.returncode == 2 and "bbbp_smiles_cnn" in without.stderr and "Traceback" not in without.output

@@ -202,3 +202,15 @@ def test_the_moleculenet_study_declares_runnable_candidates():
             recipe = resolve_recipe(registry, candidate.recipe, study_set.overrides_of(candidate, 0))
             assert recipe.config["dataset"]["path"].endswith(Path(study_set.data).name)
             assert recipe.config["dataset"]["split"] == "scaffold"
+
+
+def test_a_study_runs_as_many_at_once_as_the_machine_affords(ddpx_here, tmp_path):
+    (tmp_path / "s.toml").write_text(STUDY)
+    cores = len(os.sched_getaffinity(0))
+    one_rank = ddpx_here("study", "run", "s.toml", "--dry-run", "--nproc", "1", "--tracking", "none")
+    assert one_rank.returncode == 0, one_rank.output
+    assert (f"on 1 rank(s) each, {cores} at once;" if cores > 1 else "on 1 rank(s) each;") in one_rank.output
+    every_core = ddpx_here("study", "run", "s.toml", "--dry-run", "--nproc", str(cores), "--tracking", "none")
+    assert f"on {cores} rank(s) each;" in every_core.output  # a core per rank: one run at a time
+    bad = ddpx_here("study", "run", "s.toml", "--dry-run", "--parallel", "many")
+    assert bad.returncode == 2 and "neither auto nor a whole number" in bad.output

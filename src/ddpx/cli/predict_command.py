@@ -28,7 +28,9 @@ Examples:
 INPUT is a CSV with the columns the task reads (a `smiles` column for the SMILES
 tasks; x0, x1, ... for mlp_synthetic), or a folder of images for the image
 tasks. The output is INPUT's rows with the model's answers (a `probability` of
-label 1; a `predicted` class and its `probability`), as CSV.
+label 1; a `predicted` class and its `probability`), as CSV. An ensemble's model
+(train.ensemble_size) answers with its members' mean and adds `ensemble_spread`:
+the standard deviation of each answer across its members, in the answer's units.
 """
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")

@@ -211,11 +211,15 @@ def sweep_command(
 
 
 def trial_slots(registry, job, parallel):
-    """This machine's shares for ``parallel`` trials at once (checked before anything starts)."""
-    from ddpx.launch.parallel_trials import plan_slots
+    """This machine's shares for ``parallel`` trials at once (checked before anything starts);
+    ``"auto"``: as many as the machine affords."""
+    from ddpx.launch.parallel_trials import machine_affords, plan_slots
     from ddpx.launch.plan import submits
 
-    return plan_slots(job, parallel, submits(registry.get("launchers", job.launch.launcher)))
+    submitted = submits(registry.get("launchers", job.launch.launcher))
+    if parallel == "auto":
+        parallel = machine_affords(job, submitted)
+    return plan_slots(job, parallel, submitted)
 
 
 def at_once(slots) -> str:

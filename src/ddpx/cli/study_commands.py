@@ -11,10 +11,28 @@ from ddpx.cli.app import cli, registry_with_warnings
 from ddpx.cli.launch_options import LaunchCommand, settings_from
 from ddpx.contract.errors import JobFailed, UserError
 
+
+class AutoOrCount(click.ParamType):
+    """``auto`` or a whole number of at least 1."""
+
+    name = "auto|P"
+
+    def convert(self, value, param, ctx):
+        if value == "auto" or isinstance(value, int):
+            return value
+        try:
+            return int(value)
+        except ValueError:
+            self.fail(f"{value!r} is neither auto nor a whole number", param, ctx)
+
+
+AUTO_OR_COUNT = AutoOrCount()
+
 STUDY_EPILOG = """\b
 Examples:
   ddpx study run studies/moleculenet.toml                 # every run; again: goes on where it stopped
-  ddpx study run studies/moleculenet.toml --parallel 2    # two runs at once, each on half the cores
+  ddpx study run studies/moleculenet.toml --nproc 1       # one rank a run: as many runs at once as cores
+  ddpx study run studies/moleculenet.toml --parallel 1    # one run at a time
   ddpx study run studies/moleculenet.toml --dry-run       # check every run, start nothing
   ddpx study report studies/moleculenet.toml --export benchmarks/studies/moleculenet.json
   ddpx study report benchmarks/studies/moleculenet.json   # the table from committed records alone
@@ -35,11 +53,12 @@ def study_group() -> None:
 @click.option("--dry-run", is_flag=True, help="Resolve and check every run, list what would run, start nothing.")
 @click.option(
     "--parallel",
-    type=int,
-    default=1,
+    type=AUTO_OR_COUNT,
+    default="auto",
     show_default=True,
     metavar="P",
-    help="Run P runs at once, each on its own share of this machine's CPU cores (and GPUs).",
+    help="Run P runs at once, each on its own share of this machine's CPU cores (and GPUs); auto: as many "
+    "as the machine affords, a core (or a GPU) per rank (one at a time under a scheduler such as Slurm).",
 )
 def study_run_command(file, dry_run, parallel, **values) -> None:
     """Run every (set, candidate, seed) of the study FILE not yet finished, then choose per set on dev."""

@@ -15,7 +15,8 @@ def print_run(trial) -> None:
     from ddpx.cli.sweep_report import dev_text
 
     if trial.status == "FINISHED" and trial.summary is not None:
-        detail = f"{dev_text(trial)} (epoch {trial.summary.best_epoch})"
+        members = trial.summary.members
+        detail = f"{dev_text(trial)} ({f'{len(members)} members' if members else f'epoch {trial.summary.best_epoch}'})"
     else:
         detail = f"FAILED: {(trial.error or 'no error recorded').strip().splitlines()[0]}"
     click.echo(f"ddpx: run {trial.number} ({trial.label}): {detail}")

@@ -17,6 +17,15 @@ def _best_dev(summary: RunSummary) -> str:
     return f" (the {'highest' if summary.greater_is_better else 'lowest'} dev_{summary.metric}, {summary.best_dev:.4f})"
 
 
+def _selection_row(summary: RunSummary) -> tuple[str, str]:
+    """The best epoch of the run, or of each member of an ensemble (with the ensemble's dev value)."""
+    if not summary.members:
+        return "best epoch", f"{summary.best_epoch} of {summary.epochs_run}" + _best_dev(summary)
+    epochs = ", ".join(f"{m['best_epoch']} of {m['epochs_run']}" for m in summary.members)
+    dev = f" (the ensemble's dev_{summary.metric} {summary.best_dev:.4f})" if summary.best_dev is not None else ""
+    return f"{len(summary.members)} members' best epochs", epochs + dev
+
+
 def print_summary(recipe_name: str, summary: RunSummary, console: Console | None = None) -> None:
     """The held-out metrics and the run's facts as two aligned columns; the run folder and the MLflow
     run on lines of their own, aligned alike, so rich never breaks a path (the terminal wraps it)."""
@@ -24,7 +33,7 @@ def print_summary(recipe_name: str, summary: RunSummary, console: Console | None
     rows = [(key, f"{value:.4f}") for key, value in summary.heldout.items()]
     rows += [
         ("held-out samples", str(summary.heldout_samples)),
-        ("best epoch", f"{summary.best_epoch} of {summary.epochs_run}" + _best_dev(summary)),
+        _selection_row(summary),
         ("wall time", f"{summary.wall_seconds:.1f} s"),
     ]
     whole = [("run folder", summary.run_dir)] + ([("MLflow run", summary.run_id)] if summary.run_id else [])

@@ -37,6 +37,13 @@ TRAIN_PARAMS: dict[str, Param] = {
         "sgd", "optimizer (a registered optimizer: sgd, adam, adamw, or a plugin's)", registry="optimizers"
     ),
     "seed": Param(0, "seed for data splits, initial weights and shuffling", minimum=0, maximum=2**32 - 1),
+    "ensemble_size": Param(
+        1,
+        "train this many models that differ only by seed (member i: initial weights and shuffling from "
+        "train.seed + i; the splits from train.seed), one after another on all ranks, each kept at its best "
+        "dev epoch; the run's model answers with their mean and its spread across members (1: one model)",
+        minimum=1,
+    ),
     "select_by": Param(
         "metric",
         "which epoch's weights the run keeps (and what train.patience waits for): metric, "

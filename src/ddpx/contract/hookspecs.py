@@ -227,17 +227,20 @@ def ddpx_resolve_backend(nproc_per_node: int, gpus: int) -> str | None:
 
 @hookspec
 def ddpx_fit_start(context: FitContext) -> None:
-    """Called on every rank once the model is wrapped for DDP, before the first epoch."""
+    """Called on every rank once the model is wrapped for DDP, before the first epoch (an ensemble's,
+    ``train.ensemble_size`` above 1: before each member's first epoch, with that member's model)."""
 
 
 @hookspec
 def ddpx_epoch_end(context: FitContext, epoch: int, metrics: Mapping[str, float]) -> None:
-    """Called on every rank after each epoch's dev evaluation with that epoch's metrics."""
+    """Called on every rank after each epoch's dev evaluation with that epoch's metrics (an ensemble
+    member's epochs are numbered from 1 for each member)."""
 
 
 @hookspec
 def ddpx_fit_end(context: FitContext, result: RunSummary) -> None:
-    """Called on every rank after the held-out evaluation of the best model."""
+    """Called on every rank after the held-out evaluation of the best model (an ensemble's: once,
+    after its members' mean was evaluated, with the members as one model)."""
 
 
 @hookspec

@@ -121,6 +121,12 @@ class RunSummary:
     dev metric of the selected epoch (sweeps choose on it, never on held-out), chosen by that metric
     or, with ``train.select_by=loss``, by the lowest dev loss (``selected_by``, ``best_dev_loss``). A task with
     several labels also has ``by_label``: ``heldout_<metric>/<label>`` for each label it scored.
+
+    An ensemble (``train.ensemble_size`` above 1) has ``members``, one record each: its ``seed``,
+    ``best_epoch``, ``epochs_run``, ``best_dev`` and ``best_dev_loss`` (its own selection), and its
+    ``heldout`` and ``by_label`` metrics; the fields above are then the ensemble's — its held-out
+    and dev results (``best_dev``: its members' mean on dev), the epochs of all members
+    (``epochs_run``), and ``best_epoch`` 0 (each member has its own).
     """
 
     heldout: dict[str, float]
@@ -139,6 +145,7 @@ class RunSummary:
     pruned_after: int | None = None  # a search's trial its pruner stopped: the last epoch trained
     selected_by: str = "metric"  # train.select_by: the epoch of the best dev metric, or of the lowest dev loss
     best_dev_loss: float | None = None  # the selected epoch's dev loss
+    members: list[dict[str, Any]] = field(default_factory=list)  # an ensemble's members (see below)
 
     @property
     def heldout_metric(self) -> tuple[str, float]:

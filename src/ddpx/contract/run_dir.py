@@ -4,7 +4,7 @@ Layout (``ddpx-runs/<recipe>-<time>/`` by default)::
 
     job.json            the job every rank reads
     recipe.toml         the resolved recipe
-    checkpoints/        last.pt and best.pt
+    checkpoints/        last.pt and best.pt (an ensemble: last.pt, and member_<i>/best.pt per member)
     metrics.jsonl       one line per epoch (kept even when tracking fails)
     summary.json        rank 0's final result
     stopped.json        why the run stopped early on request (it resumes when started again)
@@ -73,6 +73,10 @@ class RunDir:
     @property
     def best_checkpoint(self) -> Path:
         return self.checkpoints / "best.pt"
+
+    def member_best_checkpoint(self, index: int) -> Path:
+        """An ensemble member's best weights, written when the member has finished."""
+        return self.checkpoints / f"member_{index}" / "best.pt"
 
     @property
     def metrics_file(self) -> Path:

@@ -74,12 +74,31 @@ def plan_slots(job: Job, parallel: int, submits: bool) -> list[Slot]:
     return slots
 
 
+def machine_affords(job: Job, submits: bool) -> int:
+    """How many of ``job``'s runs this machine holds at once, each with a core (or a GPU) per rank:
+    one where a scheduler places the runs (``--parallel`` says how many to submit at once)."""
+    launch = job.launch
+    if submits or launch.nnodes > 1 or launch.master_port is not None:
+        return 1
+    if launch.backend == "nccl" and local_gpu_count():
+        return max(1, len(visible_gpus()) // launch.nproc)
+    return max(1, len(usable_cores()) // launch.nproc)
+
+
+def visible_gpus() -> list[str]:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return visible.split(",") if visible else [str(i) for i in range(local_gpu_count())]
+
+
+def usable_cores() -> list[int]:
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+
+
 def share_gpus(slots: list[Slot], nproc: int, backend: str) -> None:
     gpus = local_gpu_count()
     if gpus == 0 or backend != "nccl":
         return
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    devices = visible.split(",") if visible else [str(i) for i in range(gpus)]
+    devices = visible_gpus()
     per_trial = len(devices) // len(slots)
     if per_trial < nproc:
         raise UserError(
@@ -91,7 +110,7 @@ def share_gpus(slots: list[Slot], nproc: int, backend: str) -> None:
 
 
 def share_cores(slots: list[Slot], nproc: int) -> None:
-    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    cores = usable_cores()
     per_trial = len(cores) // len(slots)
     for slot in slots:
         if per_trial:
@@ -147,9 +166,11 @@ def run_side_by_side(
     slots: list[Slot],
     begin: Callable[[object], None],
     report: Callable[[object], None],
+    noun: str = "trial",
 ) -> None:
     """Keep every slot busy until the source has no more trials (``begin(trial)`` before each
-    starts, ``report(trial)`` as each ends); Ctrl-C or SIGTERM stops them all."""
+    starts, ``report(trial)`` as each ends); Ctrl-C or SIGTERM stops them all. ``noun``: what the
+    lines printed call a trial (a study's are its runs)."""
     free, running = list(slots), []
     with signals_reach_the_ranks():
         try:
@@ -158,7 +179,7 @@ def run_side_by_side(
                     begin(trial)
                     running.append(start(registry, trial, free.pop(0)))
                     print(
-                        f"ddpx: trial {trial.number} ({trial.label}) started, {running[-1].slot.describe()}; its "
+                        f"ddpx: {noun} {trial.number} ({trial.label}) started, {running[-1].slot.describe()}; its "
                         f"output goes to {trial.job.run_dir.path / 'trial.log'}",
                         flush=True,
                     )

@@ -61,6 +61,7 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
     if wrapper.check is not None:
         wrapper.check(job)
     check_schedule(registry, recipe.train)
+    check_ensemble(recipe)
     if recipe.model.check is not None:
         recipe.model.check({k: v for k, v in recipe.config["model"].items() if k != "name"})
     if recipe.task.check is not None:
@@ -108,6 +109,19 @@ def check_schedule(registry: Registry, train: Mapping[str, Any]) -> None:
     schedule = registry.get("schedules", train["lr_schedule"], key="train.lr_schedule")
     if schedule.check is not None:
         schedule.check(train)
+
+
+def check_ensemble(recipe: Recipe) -> None:
+    """An ensemble's members are combined by their task's loss; one it cannot combine is refused now,
+    not after every member has trained."""
+    from ddpx.records.ensemble_columns import COMBINED
+
+    if recipe.train["ensemble_size"] > 1 and recipe.task.loss not in COMBINED:
+        raise UserError(
+            f"train.ensemble_size={recipe.train['ensemble_size']} averages its members' answers, which it can do "
+            f"for the losses {', '.join(COMBINED)}; task '{recipe.task.name}' trains with '{recipe.task.loss}'. "
+            "Set train.ensemble_size=1."
+        )
 
 
 def check_checkpoints(recipe: Recipe, resume: str | None, sharded: bool) -> str | None:

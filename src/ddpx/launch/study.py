@@ -164,7 +164,7 @@ def run_study(
     try:
         with signals_reach_the_ranks():  # SIGTERM between two runs stops the study as Ctrl-C does
             if slots and len(slots) > 1:
-                run_side_by_side(registry, PlannedTrials(study.to_run), slots, begin, ended)
+                run_side_by_side(registry, PlannedTrials(study.to_run), slots, begin, ended, noun="run")
             else:
                 for trial in study.to_run:
                     begin(trial)

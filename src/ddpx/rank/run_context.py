@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,20 @@ from ddpx.records.guarded_tracker import GuardedTracker
 from ddpx.records.tracking import append_metrics, log_epoch, record_result, start_job_run
 
 
+@dataclass(frozen=True)
+class Member:
+    """The member of an ensemble a context trains (``train.ensemble_size`` above 1): its place, its
+    seed, and the epochs the members before it ran (its epochs continue the run's count)."""
+
+    index: int
+    count: int
+    seed: int
+    epochs_before: int = 0
+
+    def metric_name(self, key: str) -> str:
+        return f"member_{self.index}/{key}"
+
+
 @dataclass
 class RunContext:
     job: Job
@@ -52,6 +67,7 @@ class RunContext:
     evaluation: dict[str, Any] = field(default_factory=dict)  # evaluate()'s options on this rank; set by fit
     clock: PhaseClock = field(default_factory=lambda: PhaseClock(torch.device("cpu"), False))  # train.time_phases
     profiler: StepProfiler = field(default_factory=StepProfiler.off)  # train.profile_steps
+    member: Member | None = None  # the ensemble member this context trains
 
     @classmethod
     def open(cls, job: Job, registry: Registry, env: RankEnv, device: torch.device, console: RankConsole) -> RunContext:
@@ -87,39 +103,59 @@ class RunContext:
 
     @property
     def train(self) -> dict[str, Any]:
-        return self.job.config["train"]
+        """The ``train.*`` keys; an ensemble member's with its own seed."""
+        train = self.job.config["train"]
+        return train if self.member is None else {**train, "seed": self.member.seed}
+
+    @property
+    def best_checkpoint(self) -> Path:
+        """``best.pt``: the run's, or an ensemble member's (``checkpoints/member_<i>/best.pt``)."""
+        if self.member is None:
+            return self.run_dir.best_checkpoint
+        return self.run_dir.member_best_checkpoint(self.member.index)
+
+    def for_member(self, member: Member, resume: dict[str, Any] | None) -> RunContext:
+        """The context that trains ``member`` of this run's ensemble, continuing from ``resume``."""
+        return replace(self, member=member, resume=resume, data=None, state=None, evaluation={})
 
     @property
     def context(self) -> FitContext:
         """What lifecycle hooks are told about this rank."""
+        return self.fit_context(self.state.wrapped)
+
+    def fit_context(self, model: torch.nn.Module) -> FitContext:
         return FitContext(
             job=self.job,
             rank=self.env.rank,
             world_size=self.env.world_size,
             local_rank=self.env.local_rank,
             device=self.device,
-            model=self.state.wrapped,
+            model=model,
             run_dir=self.run_dir.path,
         )
 
-    def start_training(self, data: TaskData, state: TrainingState) -> None:
-        """What this rank trains, how it evaluates (the keyword arguments of
-        :func:`ddpx.rank.loop.evaluation.evaluate`), and the diagnostics of its steps: the phase
-        clock, and rank 0's step profiler (its trace in ``profile/``, logged to the tracker)."""
-        self.data, self.state = data, state
+    def evaluate_with(self, data: TaskData, loss_fn: Any, autocast: Any) -> None:
+        """How this rank evaluates: the keyword arguments of :func:`ddpx.rank.loop.evaluation.evaluate`."""
         self.evaluation = dict(
             metric=self.parts.metric,
-            loss_fn=state.loss_fn,
+            loss_fn=loss_fn,
             rank=self.env.rank,
             world_size=self.env.world_size,
             device=self.device,
             batch_size=self.train["eval_batch_size"],
             collate_fn=data.collate_fn,
-            autocast=state.autocast,
+            autocast=autocast,
         )
+
+    def start_training(self, data: TaskData, state: TrainingState) -> None:
+        """What this rank trains, how it evaluates, and the diagnostics of its steps: the phase
+        clock, and rank 0's step profiler (its trace in ``profile/``, logged to the tracker; an
+        ensemble's first member's steps)."""
+        self.data, self.state = data, state
+        self.evaluate_with(data, state.loss_fn, state.autocast)
         self.clock = PhaseClock(self.device, self.train["time_phases"])
         self.profiler = StepProfiler(
-            self.train["profile_steps"] if self.env.is_main else 0,
+            self.train["profile_steps"] if self.env.is_main and not (self.member and self.member.index) else 0,
             self.device,
             self.run_dir.path / "profile",
             self.console.print,
@@ -131,11 +167,16 @@ class RunContext:
             self.tracker.log_artifact(path, folder)
 
     def record_epoch(self, epoch: int, metrics: Mapping[str, float], improved: bool) -> None:
-        """Rank 0: the epoch's metrics into ``metrics.jsonl``, the tracker and the terminal."""
+        """Rank 0: the epoch's metrics into ``metrics.jsonl``, the tracker and the terminal; an
+        ensemble member's as ``member_<i>/<name>``, its epochs counted on from the members' before it."""
+        console_line = partial(self.console.epoch_line, epoch, self.train["max_epochs"], metrics, improved)
+        if self.member is not None:
+            epoch = self.member.epochs_before + epoch
+            metrics = {self.member.metric_name(key): value for key, value in metrics.items()}
         append_metrics(self.run_dir.metrics_file, {"epoch": epoch, **metrics})
         if self.tracker:
             log_epoch(self.tracker, self.job, epoch, metrics)
-        self.console.epoch_line(epoch, self.train["max_epochs"], metrics, improved)
+        console_line()
 
     def failed(self, exc: BaseException) -> None:
         """The run failed (or was interrupted): rank 0 closes its tracking run so."""

@@ -114,6 +114,13 @@ def check_resumable(
             f"asks for train.select_by={config['train']['select_by']}: the best so far would mix the two "
             f"rules. Resume it with train.select_by={written_by}, or start the run afresh."
         )
+    written_size, size = written.get("train", {}).get("ensemble_size", 1), config["train"].get("ensemble_size", 1)
+    if written_size != size:
+        raise UserError(
+            f"checkpoint '{source}' was written by a run of train.ensemble_size={written_size}, and this run "
+            f"asks for train.ensemble_size={size}: its members and their seeds would not match. Resume it with "
+            f"train.ensemble_size={written_size}, or start the run afresh."
+        )
     if sharded is not None and bool(state.get("sharded")) != sharded:
         wrapper = written.get("train", {}).get("wrapper", "another wrapper")
         raise UserError(

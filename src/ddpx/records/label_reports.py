@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ddpx.records.ensemble_columns import SPREAD_COLUMN
 from ddpx.records.report_files import new_figure, predictions_csv, save_figure
 
 MOST_CURVES = 12
@@ -69,7 +70,11 @@ def probabilities_of(logits: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-np.asarray(logits, dtype=np.float64)))
 
 
-def label_reports(targets: np.ndarray, logits: np.ndarray, names: Sequence[str], folder: Path) -> list[Path]:
+def label_reports(
+    targets: np.ndarray, logits: np.ndarray, names: Sequence[str], folder: Path, spread: np.ndarray | None = None
+) -> list[Path]:
+    """The ROC figure and the predictions CSV; an ensemble's ``spread`` ``(N, L)`` of each label's
+    probability as ``ensemble_spread_<label>`` after the label's probability."""
     probabilities = probabilities_of(logits)
     header, columns = [], []
     for j, name in enumerate(names):
@@ -79,6 +84,9 @@ def label_reports(targets: np.ndarray, logits: np.ndarray, names: Sequence[str],
             logits[:, j],
             probabilities[:, j],
         ]
+        if spread is not None:
+            header.append(f"{SPREAD_COLUMN}_{name}")
+            columns.append(np.asarray(spread, dtype=np.float64)[:, j])
     return [
         label_roc_png(targets, logits, names, folder / "heldout_roc_curves.png"),
         predictions_csv(header, columns, folder / "heldout_predictions.csv"),

@@ -8,6 +8,12 @@ Rank 0 writes ``<run dir>/model/`` at the end of a run and the tracker stores it
 - ``model.json``: the task, the ``model.*`` recipe keys and the task's ``info`` (the SMILES
   vocabulary, the image size and classes, ...), which the model builder needs.
 
+An ensemble (``train.ensemble_size=K``) is one model too: ``member_<i>_state_dict.pt`` for each
+member instead of ``state_dict.pt``, and ``model.json`` names them with the loss their outputs are
+combined by (``"ensemble"``). It loads as an :class:`~ddpx.records.ensemble.EnsembleModel`, and
+its table predictor answers with the members' mean and adds their spread
+(:data:`~ddpx.records.ensemble_columns.SPREAD_COLUMN`, ``ensemble_spread_<label>`` for several labels).
+
 :func:`load_model` rebuilds the module from such a folder (downloaded from MLflow, say)::
 
     from ddpx.records.model_export import load_model
@@ -17,7 +23,7 @@ Rank 0 writes ``<run dir>/model/`` at the end of a run and the tracker stores it
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +31,8 @@ import torch
 
 from ddpx.contract.errors import PluginError, UserError
 from ddpx.records.atomic_save import removed_if_failed, save_atomically
+from ddpx.records.ensemble import EnsembleModel, as_columns
+from ddpx.records.ensemble_columns import spread_names
 
 FORMAT = "ddpx-model"
 STATE_FILE = "state_dict.pt"
@@ -32,50 +40,82 @@ SPEC_FILE = "model.json"
 
 
 def write_model_files(
-    folder: Path, state_dict: Mapping[str, torch.Tensor], config: Mapping[str, Any], info: Mapping[str, Any]
+    folder: Path,
+    state_dict: Mapping[str, torch.Tensor] | Sequence[Mapping[str, torch.Tensor]],
+    config: Mapping[str, Any],
+    info: Mapping[str, Any],
+    loss: str = "",
 ) -> list[Path]:
-    """Write the two model files into ``folder``; returns their paths."""
+    """Write the model files into ``folder``; returns their paths. A sequence of state dicts is an
+    ensemble's members, combined by ``loss`` (the task's)."""
+    members = [state_dict] if isinstance(state_dict, Mapping) else list(state_dict)
+    ensemble = not isinstance(state_dict, Mapping)
+    names = [member_file(i) for i in range(len(members))] if ensemble else [STATE_FILE]
+    spec = {"format": FORMAT, "task": config["task"], "model": dict(config["model"]), "task_info": dict(info)}
+    if ensemble:
+        spec["ensemble"] = {"members": names, "loss": loss}
     try:
-        spec = json.dumps(
-            {"format": FORMAT, "task": config["task"], "model": dict(config["model"]), "task_info": dict(info)},
-            indent=2,
-        )
+        text = json.dumps(spec, indent=2)
     except TypeError as exc:
         raise PluginError(
             f"task '{config['task']}' returned a TaskData.info that is not JSON-serialisable "
             f"({exc}); keep it to numbers, strings, lists and dicts."
         ) from None
     folder.mkdir(parents=True, exist_ok=True)
-    state_path, spec_path = folder / STATE_FILE, folder / SPEC_FILE
-    save_atomically({k: v.detach().cpu() for k, v in state_dict.items()}, state_path, "the best model's weights")
+    paths = [folder / name for name in names]
+    for path, weights in zip(paths, members):
+        save_atomically({k: v.detach().cpu() for k, v in weights.items()}, path, "the best model's weights")
+    spec_path = folder / SPEC_FILE
     with removed_if_failed(spec_path):
-        spec_path.write_text(spec, encoding="utf-8")
-    return [state_path, spec_path]
+        spec_path.write_text(text, encoding="utf-8")
+    return [*paths, spec_path]
+
+
+def member_file(index: int) -> str:
+    return f"member_{index}_{STATE_FILE}"
 
 
 def load_model(folder: str | Path, registry: Any = None) -> torch.nn.Module:
-    """Rebuild the model saved in ``folder`` with the installed plugins, weights loaded, in eval mode."""
+    """Rebuild the model saved in ``folder`` with the installed plugins, weights loaded, in eval mode
+    (an ensemble's: an :class:`~ddpx.records.ensemble.EnsembleModel`)."""
     from ddpx.plugin_host.registry import load_registry
 
     folder = Path(folder)
-    spec_path, state_path = folder / SPEC_FILE, folder / STATE_FILE
-    if not spec_path.is_file() or not state_path.is_file():
-        raise UserError(
-            f"'{folder}' is not a ddpx model folder: it needs {SPEC_FILE} and {STATE_FILE} "
-            "(the `model` artifact folder of a ddpx run)."
-        )
-    spec = json.loads(spec_path.read_text(encoding="utf-8"))
+    spec = read_spec(folder)
     registry = registry or load_registry()
     builder = registry.get("models", spec["model"]["name"])
     params = {k: v for k, v in spec["model"].items() if k != "name"}
-    model = builder.build(params, spec["task_info"])
-    model.load_state_dict(torch.load(state_path, map_location="cpu", weights_only=True))
-    return model.eval()
+    members = []
+    for name in weight_files(spec):
+        model = builder.build(params, spec["task_info"])
+        model.load_state_dict(torch.load(folder / name, map_location="cpu", weights_only=True))
+        members.append(model)
+    if "ensemble" in spec:
+        return EnsembleModel(members, spec["ensemble"]["loss"]).eval()
+    return members[0].eval()
+
+
+def weight_files(spec: Mapping[str, Any]) -> list[str]:
+    return list(spec["ensemble"]["members"]) if "ensemble" in spec else [STATE_FILE]
+
+
+def read_spec(folder: Path) -> dict[str, Any]:
+    """``model.json`` of a model folder whose weight files are all there."""
+    spec_path = folder / SPEC_FILE
+    spec = json.loads(spec_path.read_text(encoding="utf-8")) if spec_path.is_file() else None
+    missing = [SPEC_FILE] if spec is None else [name for name in weight_files(spec) if not (folder / name).is_file()]
+    if missing:
+        raise UserError(
+            f"'{folder}' is not a ddpx model folder: it lacks {', '.join(missing)} "
+            "(the `model` artifact folder of a ddpx run has model.json and the weights it names)."
+        )
+    return spec
 
 
 def load_table_predictor(folder: str | Path, registry: Any = None) -> Callable[[Any], Any]:
-    """``predict(table) -> table`` with the model saved in ``folder``, through its task's predictor;
-    ``predict.example`` is the task's example input table."""
+    """``predict(table) -> table`` with the model saved in ``folder``, through its task's predictor
+    (an ensemble's with its spread beside the answers); ``predict.example`` is the task's example
+    input table."""
     from ddpx.plugin_host.registry import load_registry
 
     registry = registry or load_registry()
@@ -91,7 +131,34 @@ def load_table_predictor(folder: str | Path, registry: Any = None) -> Callable[[
 
     def predict(table: Any) -> Any:
         with torch.no_grad():
-            return task.predictor.predict(model, info, table)
+            if not isinstance(model, EnsembleModel):
+                return task.predictor.predict(model, info, table)
+            with model.recording_spread() as spreads:
+                answers = task.predictor.predict(model, info, table)
+            return with_spread(answers, spreads, info.get("labels") or [], task.name)
 
     predict.example = task.predictor.example(info)
     return predict
+
+
+def with_spread(answers: Any, spreads: list[torch.Tensor], labels: Sequence[str], task: str) -> Any:
+    """``answers`` with the ensemble's spread for each answered row (one without a ``problem``; the
+    model was called on those rows, in order), empty for the others, before any ``problem`` column."""
+    import numpy as np
+
+    problems = answers["problem"] if "problem" in answers.columns else [""] * len(answers)
+    answered = [i for i, problem in enumerate(problems) if not (isinstance(problem, str) and problem)]
+    spread = as_columns(torch.cat(spreads)) if spreads else torch.zeros(0, 1)
+    if spread.shape[0] != len(answered):
+        raise PluginError(
+            f"the predictor of task '{task}' called the model on {spread.shape[0]} row(s) for {len(answered)} "
+            "answered row(s); an ensemble's spread needs the model called once on each answered row, in order."
+        )
+    out = answers.copy()
+    columns = np.full((len(out), spread.shape[1]), np.nan)
+    columns[answered] = spread.numpy()
+    for j, name in enumerate(spread_names(spread.shape[1], labels)):
+        out[name] = columns[:, j]
+    if "problem" in out.columns:
+        out["problem"] = out.pop("problem")
+    return out

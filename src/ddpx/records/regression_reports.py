@@ -3,7 +3,8 @@
 ``heldout_predicted_vs_true.png``: each target's predictions against its true values (a panel per
 target, over the samples that have it, with the diagonal and the target's RMSE);
 ``heldout_predictions.csv``: per sample, the target and the prediction — with several targets,
-``target_<name>`` (empty where missing) and ``prediction_<name>`` for each.
+``target_<name>`` (empty where missing) and ``prediction_<name>`` for each; an ensemble's
+spread of each prediction follows it (``ensemble_spread``, ``ensemble_spread_<name>``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ddpx.records.ensemble_columns import SPREAD_COLUMN
 from ddpx.records.report_files import new_figure, predictions_csv, save_figure
 
 MOST_PANELS = 12
@@ -52,17 +54,24 @@ def predicted_vs_true_png(targets: np.ndarray, predictions: np.ndarray, names: S
     return save_figure(fig, path)
 
 
-def regression_reports(targets: np.ndarray, outputs: np.ndarray, names: Sequence[str], folder: Path) -> list[Path]:
-    """The scatter and the predictions CSV of a held-out regression result."""
+def regression_reports(
+    targets: np.ndarray, outputs: np.ndarray, names: Sequence[str], folder: Path, spread: np.ndarray | None = None
+) -> list[Path]:
+    """The scatter and the predictions CSV of a held-out regression result; an ensemble's
+    ``spread`` of each prediction, in the targets' units, after it (``ensemble_spread[_<name>]``)."""
     targets, predictions = as_columns(targets), as_columns(outputs)
     names = list(names) if len(names) == targets.shape[1] else [str(j) for j in range(targets.shape[1])]
     header, columns = [], []
     for j, name in enumerate(names):
-        header += ["target", "prediction"] if len(names) == 1 else [f"target_{name}", f"prediction_{name}"]
+        suffix = "" if len(names) == 1 else f"_{name}"
+        header += [f"target{suffix}", f"prediction{suffix}"]
         columns += [
             np.array([None if np.isnan(t) else float(t) for t in targets[:, j]], dtype=object),
             predictions[:, j],
         ]
+        if spread is not None:
+            header.append(f"{SPREAD_COLUMN}{suffix}")
+            columns.append(as_columns(spread)[:, j])
     return [
         predicted_vs_true_png(targets, predictions, names, folder / "heldout_predicted_vs_true.png"),
         predictions_csv(header, columns, folder / "heldout_predictions.csv"),

@@ -10,6 +10,10 @@ Over exactly the held-out split, in dataset order:
   probability of the predicted class);
 - regression tasks (``mse``): the reports of :mod:`ddpx.records.regression_reports`
   (``heldout_predicted_vs_true.png`` and ``heldout_predictions.csv``, in the targets' units).
+
+An ensemble's predictions CSV also holds the spread across its members of each answer (the
+probability, the predicted class's probability, the value): ``ensemble_spread``, or
+``ensemble_spread_<label>`` beside each label's columns.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ddpx.records.ensemble_columns import SPREAD_COLUMN
 from ddpx.records.label_reports import label_reports, probabilities_of
 from ddpx.records.regression_reports import regression_reports
 from ddpx.records.report_files import new_figure, predictions_csv, save_figure
@@ -79,8 +84,11 @@ def confusion_matrix_png(targets: np.ndarray, predicted: np.ndarray, classes: li
     return save_figure(fig, path)
 
 
-def heldout_reports(predictions: Any, loss: str, info: Mapping[str, Any], folder: Path) -> list[Path]:
-    """The report files for a held-out result."""
+def heldout_reports(
+    predictions: Any, loss: str, info: Mapping[str, Any], folder: Path, spread: np.ndarray | None = None
+) -> list[Path]:
+    """The report files for a held-out result; an ensemble's ``spread`` (one column per answer)
+    joins the predictions CSV beside each answer (:mod:`ddpx.records.ensemble`)."""
     if predictions is None:
         return []
     import torch
@@ -88,31 +96,37 @@ def heldout_reports(predictions: Any, loss: str, info: Mapping[str, Any], folder
     outputs = predictions.outputs.float()
     targets = predictions.targets.numpy()
     if loss == "mse":
-        return regression_reports(targets, outputs.numpy(), info.get("labels") or [], folder)
+        return regression_reports(targets, outputs.numpy(), info.get("labels") or [], folder, spread)
     if loss == "bce_with_logits" and outputs.dim() == 2 and outputs.shape[1] > 1:
-        return label_reports(
-            targets, outputs.numpy(), info.get("labels") or [str(j) for j in range(outputs.shape[1])], folder
-        )
+        names = info.get("labels") or [str(j) for j in range(outputs.shape[1])]
+        return label_reports(targets, outputs.numpy(), names, folder, spread)
     if loss == "bce_with_logits":
         logits = outputs.reshape(-1)
         probability = probabilities_of(logits.numpy())
         targets = targets.astype(np.int64)  # 0/1 labels, stored as floats for the loss
+        header, columns = with_spread_column(
+            ["target", "logit", "probability"], [targets, logits.numpy(), probability], spread
+        )
         return [
             roc_curve_png(targets, probability, folder / "heldout_roc_curve.png"),
-            predictions_csv(
-                ["target", "logit", "probability"],
-                [targets, logits.numpy(), probability],
-                folder / "heldout_predictions.csv",
-            ),
+            predictions_csv(header, columns, folder / "heldout_predictions.csv"),
         ]
     probabilities = torch.softmax(outputs, dim=1)
     confidence, predicted = probabilities.max(dim=1)
     classes = [str(c) for c in info.get("classes", range(outputs.shape[1]))]
+    header, columns = with_spread_column(
+        ["target", "predicted", "probability"], [targets, predicted.numpy(), confidence.numpy()], spread
+    )
     return [
         confusion_matrix_png(targets, predicted.numpy(), classes, folder / "heldout_confusion_matrix.png"),
-        predictions_csv(
-            ["target", "predicted", "probability"],
-            [targets, predicted.numpy(), confidence.numpy()],
-            folder / "heldout_predictions.csv",
-        ),
+        predictions_csv(header, columns, folder / "heldout_predictions.csv"),
     ]
+
+
+def with_spread_column(
+    header: list[str], columns: list[np.ndarray], spread: np.ndarray | None
+) -> tuple[list[str], list[np.ndarray]]:
+    """The header and columns of one answer, with an ensemble's spread of it last."""
+    if spread is None:
+        return header, columns
+    return [*header, SPREAD_COLUMN], [*columns, np.asarray(spread, dtype=np.float64).reshape(-1)]

@@ -94,7 +94,7 @@ def record_result(tracker: GuardedTracker, job: Job, task: TaskSpec, summary: Ru
         {
             **summary.heldout,
             **summary.by_label,
-            "best_epoch": float(summary.best_epoch),
+            **({"best_epoch": float(summary.best_epoch)} if not summary.members else ensemble_metrics(summary)),
             "heldout_samples": float(summary.heldout_samples),
         }
     )
@@ -108,11 +108,32 @@ def record_result(tracker: GuardedTracker, job: Job, task: TaskSpec, summary: Ru
     tracker.finish("FINISHED")
 
 
+def ensemble_metrics(summary: RunSummary) -> dict[str, float]:
+    """An ensemble's dev result (its members' mean on dev), and each member's as ``member_<i>/...``:
+    its held-out metrics, best epoch and best dev values."""
+    metrics = {f"dev_{summary.metric}": summary.best_dev, "dev_loss": summary.best_dev_loss}
+    for i, member in enumerate(summary.members):
+        metrics.update(
+            {f"member_{i}/{key}": value for key, value in {**member["heldout"], **member["by_label"]}.items()}
+        )
+        metrics[f"member_{i}/best_epoch"] = float(member["best_epoch"])
+        metrics[f"member_{i}/best_dev_{summary.metric}"] = member["best_dev"]
+        metrics[f"member_{i}/best_dev_loss"] = member["best_dev_loss"]
+    return {key: float(value) for key, value in metrics.items() if value is not None}
+
+
 def result_note(summary: RunSummary) -> str:
     """One markdown line on the run's result, for the tracker's note."""
     name, value = summary.heldout_metric
     pruned = f" Pruned by the search after epoch {summary.pruned_after}." if summary.pruned_after is not None else ""
     by = " (by dev loss)" if summary.selected_by == "loss" else ""
+    if summary.members:
+        epochs = ", ".join(str(member["best_epoch"]) for member in summary.members)
+        return (
+            f"**{name} {value:.4f}** over all {summary.heldout_samples} held-out samples, the mean of an ensemble "
+            f"of {len(summary.members)} members (seeds {', '.join(str(m['seed']) for m in summary.members)}), "
+            f"each at its best epoch on the dev split{by}: {epochs}.{pruned}"
+        )
     return (
         f"**{name} {value:.4f}** over all {summary.heldout_samples} held-out samples; the best of "
         f"{summary.epochs_run} epoch(s) on the dev split{by} was epoch {summary.best_epoch}.{pruned}"

@@ -1,4 +1,5 @@
-"""The training checkpoint: rank 0 writes ``last.pt`` (and ``best.pt`` when the epoch improved)
+"""The training checkpoint: rank 0 writes ``last.pt`` (and ``best.pt`` when the epoch improved;
+an ensemble member's best weights are written when it has finished, by :mod:`ddpx.rank.loop.ensemble`)
 with everything needed to continue exactly — every rank's RNG state and partial-epoch sums
 included, gathered from all ranks. A sharded model's tensors go to a torch.distributed.checkpoint
 folder that ``last.pt`` names (:mod:`ddpx.rank.checkpoints.sharded`)."""
@@ -61,7 +62,15 @@ def checkpoint_contents(run: RunContext, rank_states: list[dict[str, Any]]) -> d
         "tracking_run_id": run.tracker.run_id if run.tracker else None,
         "recipe": run.job.config,
         "task_info": run.data.info,  # what rebuilding the model needs (a vocabulary, say)
+        **member_position(run),
     }
+
+
+def member_position(run: RunContext) -> dict[str, Any]:
+    """An ensemble's ``last.pt`` says which member it trains, and the epochs of the members before it."""
+    if run.member is None:
+        return {}
+    return {"ensemble_member": run.member.index, "ensemble_epochs_before": run.member.epochs_before}
 
 
 def write_last(run: RunContext, improved: bool, totals: torch.Tensor) -> None:
@@ -84,5 +93,5 @@ def write_last(run: RunContext, improved: bool, totals: torch.Tensor) -> None:
         return  # the best weights are in the folder, and exported at the end as model/state_dict.pt
     save_checkpoint(last, contents)
     remember_checkpoint(str(last))
-    if improved:
+    if improved and run.member is None:  # an ensemble member's best.pt is written when it has finished
         save_checkpoint(run.run_dir.best_checkpoint, contents)

@@ -64,7 +64,7 @@ def run_epochs(run: RunContext) -> None:
     """Train until ``train.max_epochs``, early stopping, or a stop request (raises :class:`Preempted`)."""
     stops = StopRequests(every=run.train["stop_check_every"])
     max_epochs = run.train["max_epochs"]
-    pruning = TrialPruning(run.job.search, run.env.is_main) if run.job.search else None
+    pruning = TrialPruning(run.job.search, run.env.is_main) if run.job.search and run.member is None else None
     try:
         while run.state.position.epoch < max_epochs and not stopping_early(run):
             epoch = run.state.position.epoch + 1
@@ -155,7 +155,8 @@ def epoch_sampler(state: TrainingState, drop_last: bool) -> tuple[Any, int]:
 def log_step(run: RunContext, loss: torch.Tensor, grad_norm: torch.Tensor | None) -> None:
     """Every ``train.log_every_n_steps`` optimizer steps rank 0 logs its loss, the learning rate
     and (when clipping) the gradient norm before clipping at the global optimizer step
-    (``step/train_loss``, ``step/lr``, ``step/grad_norm``); reading them waits for the step."""
+    (``step/train_loss``, ``step/lr``, ``step/grad_norm``; an ensemble member's as
+    ``member_<i>/step/...``); reading them waits for the step."""
     every = run.train["log_every_n_steps"]
     if not every or run.tracker is None:
         return
@@ -164,6 +165,8 @@ def log_step(run: RunContext, loss: torch.Tensor, grad_norm: torch.Tensor | None
         metrics = {"step/train_loss": float(loss.detach()), "step/lr": run.state.optimizer.param_groups[0]["lr"]}
         if grad_norm is not None:
             metrics["step/grad_norm"] = float(grad_norm)
+        if run.member is not None:  # an ensemble member's steps: a curve of its own
+            metrics = {run.member.metric_name(key): value for key, value in metrics.items()}
         run.tracker.log_metrics(metrics, step=global_step)
 
 

@@ -1,6 +1,8 @@
 """``fit``: one rank's whole run, in four steps — build (data, model, training state), restore
-(when the run continues), the epoch loop (:mod:`ddpx.rank.loop.epochs`), and the final held-out
-evaluation of the best weights with its reports and the exported model.
+(when the run continues), the epoch loop (:mod:`ddpx.rank.loop.epochs`; these two in
+:mod:`ddpx.rank.loop.training`), and the final held-out evaluation of the best weights with its
+reports and the exported model. An ensemble (``train.ensemble_size`` above 1) trains its members
+on the same data one after another and evaluates their mean (:mod:`ddpx.rank.loop.ensemble`).
 
 Every rank runs the same steps on identical splits; the model wrapper (``train.wrapper``, DDP by
 default) starts every rank from rank 0's weights and keeps them equal. Every epoch rank 0 writes
@@ -12,17 +14,15 @@ a run started again continues from it (see :mod:`ddpx.rank.checkpoints.resume`).
 from __future__ import annotations
 
 import time
-from functools import partial
 
 from ddpx.contract.errors import UserError
 from ddpx.contract.records import DataRequest, RunSummary, TaskData
 from ddpx.rank.checkpoints.sharded import gathered
 from ddpx.rank.diagnostics.stall import BEACON
-from ddpx.rank.loop.epochs import run_epochs
+from ddpx.rank.loop.ensemble import fit_ensemble
 from ddpx.rank.loop.evaluation import evaluate, per_label_metrics
-from ddpx.rank.loop.optim import build_schedule, seed_everything
-from ddpx.rank.loop.training_state import TrainingState, build_training_state, restore
-from ddpx.rank.loop.world_change import continue_here
+from ddpx.rank.loop.optim import seed_everything
+from ddpx.rank.loop.training import train_model
 from ddpx.rank.process_group.distributed import barrier, broadcast_object
 from ddpx.rank.run_context import RunContext
 from ddpx.records.dataset_record import dataset_record
@@ -38,41 +38,15 @@ def fit(run: RunContext) -> RunSummary:
     data = build_task_data(run)
     if run.tracker:
         run.tracker.log_dataset(dataset_record(run.parts.task.name, data, run.job.config["dataset"], run.train["seed"]))
-    BEACON.at("building the model, its wrapper and the optimizer")
-    state = build_training_state(run, data)
-    if run.resume is not None:
-        for line in resume_training(run, data, state):
-            run.console.print(line)
-    run.start_training(data, state)
-    BEACON.at("the plugins' ddpx_fit_start hooks")
-    run.registry.pm.hook.ddpx_fit_start(context=run.context)
-    try:
-        run_epochs(run)
-    except BaseException:
-        run.profiler.abandon()
-        raise
-    run.profiler.close()
-    BEACON.at("the held-out evaluation, its reports and the exported model")
-    summary = evaluate_heldout(run, started)
+    if run.train["ensemble_size"] > 1:
+        summary, context = fit_ensemble(run, data, started)
+    else:
+        train_model(run, data)
+        BEACON.at("the held-out evaluation, its reports and the exported model")
+        summary, context = evaluate_heldout(run, started), run.context
     BEACON.at("the plugins' ddpx_fit_end hooks")
-    run.registry.pm.hook.ddpx_fit_end(context=run.context, result=summary)
+    run.registry.pm.hook.ddpx_fit_end(context=context, result=summary)
     return summary
-
-
-def resume_training(run: RunContext, data: TaskData, state: TrainingState) -> list[str]:
-    """Restore the checkpoint's state, fitted to this job's ranks and steps; lines for the user."""
-    train, resume, env = run.train, run.resume, run.env
-    lines = [restore(state, resume, env)]
-    changed = continue_here(
-        state,
-        resume,
-        env.rank,
-        env.world_size,
-        partial(run.parts.sampler.build, data.train, seed=train["seed"]),
-        train,
-        partial(build_schedule, run.parts.schedule, state.optimizer, train, state.optimizer_steps_per_epoch),
-    )
-    return lines + ([changed] if changed else [])
 
 
 def build_task_data(run: RunContext) -> TaskData:

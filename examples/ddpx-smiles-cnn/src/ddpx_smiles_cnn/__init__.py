@@ -1,0 +1,1 @@
+"""An example ddpx model plugin: ``smiles_cnn``, a convolutional network over SMILES tokens."""

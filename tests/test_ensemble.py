@@ -1,0 +1,231 @@
+"""Ensembles (``train.ensemble_size``): members that differ by seed, trained one after another on
+every rank, recorded as one MLflow run and exported as one model that answers with the members'
+mean and their spread. On real ranks: a 3-member BiLSTM classifier on 2 ranks whose held-out
+predictions file, ``ddpx predict`` (its model folder and its MLflow run) and metrics are its
+members' — each read here from its own ``best.pt`` — averaged in this process; a 2-member features
+regression model whose mean and spread are in the file's units. A bad ensemble size is refused
+before anything starts."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from smiles_files import TARGETS, target_values, write_smiles_csv
+
+from ddpx.records.ensemble import combine
+
+SMALL_RNN = [
+    "model.num_layers=1",
+    "model.d_model=32",
+    "model.embedding_dim=32",
+    "train.lr=0.01",
+    "train.max_epochs=2",
+    "train.patience=0",
+]
+
+
+def members_answers(run_dir, size: int, smiles: list[str]) -> list[pd.DataFrame]:
+    """Each member's answers for ``smiles``, from its own ``best.pt``, through its task's predictor."""
+    from ddpx.api import load_checkpoint, model_state_from
+    from ddpx.plugin_host.registry import load_registry
+
+    registry = load_registry()
+    answers = []
+    for i in range(size):
+        saved = load_checkpoint(run_dir / "checkpoints" / f"member_{i}" / "best.pt")
+        params = {k: v for k, v in saved["recipe"]["model"].items() if k != "name"}
+        model = registry.get("models", saved["recipe"]["model"]["name"]).build(params, saved["task_info"])
+        model.load_state_dict(model_state_from(saved))
+        task = registry.get("tasks", saved["recipe"]["task"])
+        with torch.no_grad():
+            answers.append(task.predictor.predict(model.eval(), saved["task_info"], pd.DataFrame({"smiles": smiles})))
+    return answers
+
+
+def write_parsable_regression_csv(path, n: int):
+    """Molecules RDKit parses (every one keeps its place in the splits), with the two measured
+    targets of ``smiles_files``, all present."""
+    from test_dmpnn import valid_molecule
+
+    rng = random.Random(0)
+    lines = ["smiles," + ",".join(f'"{name}"' for name in TARGETS)]
+    for i in range(n):
+        smiles = valid_molecule(rng, i % 2 == 0)
+        lines.append(f"{smiles},{','.join(f'{v:.3f}' for v in target_values(smiles))}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def continued(recipe: str, overrides: list[str], checkpoint, workdir) -> dict:
+    """The recipe run on 2 ranks from ``checkpoint`` (``--resume PATH``) in a new run folder; its summary."""
+    from dataclasses import asdict
+
+    from ddpx.config.recipe import resolve_recipe
+    from ddpx.contract.launch_settings import LaunchSettings
+    from ddpx.launch.plan import plan_job
+    from ddpx.launch.run import run_job
+    from ddpx.plugin_host.registry import load_registry
+
+    registry = load_registry()
+    recipe = resolve_recipe(registry, recipe, overrides)
+    settings = LaunchSettings(
+        nproc=2, backend="gloo", tracking="none", runs_dir=str(workdir / "ddpx-runs"), resume=str(checkpoint)
+    )
+    return asdict(run_job(registry, recipe, plan_job(registry, recipe, settings)))
+
+
+def heldout_molecules(path, labels, regression: bool = False) -> tuple[list[str], list]:
+    """The recipe's held-out split of the file (train.seed 0), in order: SMILES and labels."""
+    from ddpx.plugins.smiles.csv_table import read_smiles_csv
+    from ddpx.plugins.smiles.splits import random_split
+
+    table = read_smiles_csv(path, "smiles", labels, strict=True, regression=regression)
+    _, _, heldout = random_split(table.labels, 0, 0.1, 0.2, stratify=not regression)
+    return [table.smiles[i] for i in heldout], [table.labels[i] for i in heldout]
+
+
+def test_the_mean_keeps_each_losss_output_form_and_the_spread_is_across_members():
+    torch.manual_seed(0)
+    logits = torch.randn(3, 8) * 30  # confident members: a mean probability of 1.0 would be an infinite logit
+    mean, spread = combine(logits, "bce_with_logits")
+    probabilities = torch.sigmoid(logits.double())
+    assert torch.isfinite(mean).all() and torch.allclose(torch.sigmoid(mean), probabilities.mean(0))
+    assert torch.allclose(spread, torch.from_numpy(probabilities.numpy().std(0)))  # over the members, ddof 0
+    classes = torch.randn(4, 6, 5)
+    mean, spread = combine(classes, "cross_entropy")
+    probabilities = torch.softmax(classes.double(), -1)
+    assert torch.allclose(torch.softmax(mean, -1), probabilities.mean(0))
+    chosen = probabilities.mean(0).argmax(-1)
+    assert torch.allclose(spread, probabilities[:, torch.arange(6), chosen].std(0, correction=0))
+    values = torch.randn(2, 7, 3)
+    mean, spread = combine(values, "mse")
+    assert torch.allclose(mean, values.double().mean(0))
+    assert torch.allclose(spread, (values[0] - values[1]).double().abs() / 2)  # two members: half their distance
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "2.5", "three"])
+def test_a_bad_ensemble_size_is_refused_before_launch(ddpx_here, tmp_path, value):
+    refused = ddpx_here("recipe", "mlp_synthetic", "--nproc", "2", f"train.ensemble_size={value}")
+    assert refused.returncode == 2, refused.output
+    assert "'train.ensemble_size' must be" in refused.stderr and "Traceback" not in refused.output
+    assert not (tmp_path / "ddpx-runs").exists() and not (tmp_path / "mlflow.db").exists()  # nothing started
+
+
+def test_an_ensemble_of_a_loss_it_cannot_average_is_refused_before_launch():
+    from dataclasses import replace
+
+    from ddpx.api import UserError
+    from ddpx.config.recipe import resolve_recipe
+    from ddpx.launch.plan import check_ensemble
+    from ddpx.plugin_host.registry import load_registry
+
+    recipe = resolve_recipe(load_registry(), "mlp_synthetic", ["train.ensemble_size=2"])
+    check_ensemble(recipe)  # cross_entropy: averaged
+    other = replace(recipe, task=replace(recipe.task, loss="gaussian_nll"))  # a plugin's loss of another form
+    with pytest.raises(UserError, match=r"task 'mlp_synthetic' trains with 'gaussian_nll'\. Set train.ensemble_size=1"):
+        check_ensemble(other)
+    other.config["train"]["ensemble_size"] = 1
+    check_ensemble(other)  # one model: nothing to average
+
+
+@pytest.mark.slow
+def test_three_members_on_two_ranks_answer_as_their_members_mean(job_here, ddpx_here, tmp_path, new_store):
+    from mlflow.tracking import MlflowClient
+    from sklearn.metrics import roc_auc_score
+
+    molecules = write_smiles_csv(tmp_path / "molecules.csv", n=120)
+    recipe = [f"dataset.path={molecules}", "dataset.label_column=p_np", "train.ensemble_size=3", *SMALL_RNN]
+    recipe.append("train.log_every_n_steps=1")
+    trained = job_here("smiles_csv_rnn", *recipe, tracking_uri=new_store, env={"DDPX_LOG_MODEL": "true"})
+    summary, run_dir = trained.summary(), trained.run_dirs()[0]
+    smiles, targets = heldout_molecules(molecules, "p_np")
+    members = np.array([answers["probability"] for answers in members_answers(run_dir, 3, smiles)])
+    mean, spread = members.mean(0), members.std(0)
+    assert spread.max() > 1e-3  # the seeds made three different models
+
+    written = pd.read_csv(run_dir / "reports" / "heldout_predictions.csv")
+    assert list(written.columns) == ["index", "target", "logit", "probability", "ensemble_spread"]
+    assert written["target"].tolist() == targets
+    assert np.allclose(written["probability"], mean, atol=1e-6) and np.allclose(written["ensemble_spread"], spread)
+    assert summary["heldout"]["heldout_roc_auc"] == pytest.approx(roc_auc_score(targets, mean), abs=1e-9)
+    for i, (record, probabilities) in enumerate(zip(summary["members"], members)):
+        assert record["seed"] == i and record["epochs_run"] == 2
+        assert record["heldout"]["heldout_roc_auc"] == pytest.approx(roc_auc_score(targets, probabilities), abs=1e-9)
+
+    asked, answered = tmp_path / "asked.csv", tmp_path / "answered.csv"
+    pd.DataFrame({"smiles": smiles}).to_csv(asked, index=False)
+    for model in (str(run_dir / "model"), summary["run_id"]):  # the folder, and the MLflow model (pyfunc)
+        predicted = ddpx_here("predict", model, str(asked), "--tracking-uri", new_store, "-o", str(answered))
+        assert predicted.returncode == 0, predicted.output
+        by_cli = pd.read_csv(answered)
+        assert list(by_cli.columns) == ["smiles", "probability", "ensemble_spread"]
+        assert np.allclose(by_cli["probability"], mean, atol=1e-6)
+        assert np.allclose(by_cli["ensemble_spread"], spread, atol=1e-6)
+
+    client = MlflowClient(new_store)
+    (run,) = client.search_runs([client.get_experiment_by_name("smiles_csv_rnn").experiment_id])  # one run
+    assert run.info.run_id == summary["run_id"] and run.data.params["train.ensemble_size"] == "3"
+    assert run.data.metrics["heldout_roc_auc"] == summary["heldout"]["heldout_roc_auc"]
+    assert run.data.metrics["dev_roc_auc"] == summary["best_dev"]
+    for i, record in enumerate(summary["members"]):
+        assert run.data.metrics[f"member_{i}/heldout_roc_auc"] == record["heldout"]["heldout_roc_auc"]
+        assert run.data.metrics[f"member_{i}/best_dev_roc_auc"] == record["best_dev"]
+    curve = client.get_metric_history(run.info.run_id, "member_2/dev_roc_auc")
+    assert [m.step for m in curve] == [5, 6]  # its epochs follow the two members' before it
+    steps = client.get_metric_history(run.info.run_id, "member_1/step/train_loss")
+    assert [m.step for m in steps] == [1, 2, 3, 4] and "step/train_loss" not in run.data.metrics  # a curve each
+    (logged,) = client.search_logged_models(experiment_ids=[run.info.experiment_id])  # one model
+    assert logged.source_run_id == run.info.run_id
+
+    # continued from its last.pt as if stopped before member 2's best.pt was written: members 0 and
+    # 1 are read back from theirs, member 2 continues from last.pt, and the ensemble is the same
+    (run_dir / "checkpoints" / "member_2" / "best.pt").unlink()
+    again = continued("smiles_csv_rnn", recipe, run_dir / "checkpoints" / "last.pt", tmp_path / "continued")
+    assert again["heldout"] == summary["heldout"] and again["members"] == summary["members"]
+    checkpoints = Path(again["run_dir"]) / "checkpoints"  # the new run folder keeps every member's best.pt
+    assert Path(again["run_dir"]).parent == tmp_path / "continued" / "ddpx-runs"
+    assert all((checkpoints / f"member_{i}" / "best.pt").is_file() for i in range(3))
+
+
+@pytest.mark.slow
+def test_a_regression_ensemble_answers_its_mean_and_spread_in_the_files_units(job_here, ddpx_here, tmp_path):
+    pytest.importorskip("chemprop", reason="the features model needs Chemprop (pip install 'ddpx[chem]')")
+    path = write_parsable_regression_csv(tmp_path / "mols.csv", n=90)
+    trained = job_here(
+        "smiles_csv_ffn",
+        f"dataset.path={path}",
+        'dataset.label_columns=["log S", "melting, point"]',
+        "dataset.task_type=regression",
+        "dataset.molecule_features=morgan_count",
+        "model.hidden_size=32",
+        "train.ensemble_size=2",
+        "train.max_epochs=2",
+        env={"DDPX_DATA_DIR": str(tmp_path / "data")},
+    )
+    summary, run_dir = trained.summary(), trained.run_dirs()[0]
+    smiles, targets = heldout_molecules(path, TARGETS, regression=True)
+    predictions = [f"prediction_{t}" for t in TARGETS]
+    answers = [columns[predictions].to_numpy() for columns in members_answers(run_dir, 2, smiles)]
+    mean, spread = np.mean(answers, 0), np.std(answers, 0)
+    assert 100 < mean[:, 1].mean() < 200 and spread[:, 1].max() > 0.1  # melting points: the file's units
+    written = pd.read_csv(run_dir / "reports" / "heldout_predictions.csv")
+    for j, name in enumerate(TARGETS):
+        assert np.allclose(written[f"prediction_{name}"], mean[:, j], atol=1e-4)
+        assert np.allclose(written[f"ensemble_spread_{name}"], spread[:, j], atol=1e-4)
+    errors = mean - np.array(targets)
+    rmse = np.mean([np.sqrt(np.nanmean(errors[:, j] ** 2)) for j in range(2)])
+    assert summary["heldout"]["heldout_rmse"] == pytest.approx(rmse, rel=1e-5)
+    asked, answered = tmp_path / "asked.csv", tmp_path / "answered.csv"
+    pd.DataFrame({"smiles": [*smiles[:3], "not a molecule"]}).to_csv(asked, index=False)
+    predicted = ddpx_here("predict", str(run_dir / "model"), str(asked), "-o", str(answered))
+    assert predicted.returncode == 0, predicted.output
+    by_cli = pd.read_csv(answered)
+    spreads = [f"ensemble_spread_{t}" for t in TARGETS]
+    assert list(by_cli.columns) == ["smiles", *(f"prediction_{t}" for t in TARGETS), *spreads, "problem"]
+    assert np.allclose(by_cli[spreads].to_numpy()[:3], spread[:3], atol=1e-4)
+    assert by_cli[spreads].iloc[3].isna().all()  # a row the model cannot read has no answer and no spread

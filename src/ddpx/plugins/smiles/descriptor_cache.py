@@ -4,9 +4,9 @@ graphs.
 ``<data folder>/cache/descriptor_targets/<key>/`` holds one ``part-NNNNN.npy`` of float32 rows per
 part of 50 000 molecules, and ``meta.json`` (the descriptors' names, RDKit's version, the time
 taken). The key is a SHA-256 of the cache format, the descriptor set, RDKit's version and the
-SMILES in order, as the graphs' (:mod:`ddpx.plugins.smiles.graph_cache`) is. The ranks share the
-parts out (rank r the parts r, r + world size, ...), wait for each other, then read the whole
-table; a part still missing then (another machine's disk, a write that failed) a rank computes
+SMILES in order, as the graphs' (:mod:`ddpx.plugins.smiles.graph_cache`) is. The ranks look at the
+cache together, share the missing parts out (rank r the missing parts r, r + world size, ...), wait
+for each other, then read the whole table; a part still missing then (another machine's disk, a write that failed) a rank computes
 itself. Each part is written to a temporary file and renamed into place, so a part is complete
 or absent: a table stopped half-way goes on from the parts it has. The parts are read
 memory-mapped. Where the folder cannot be written the targets stay in memory.
@@ -82,6 +82,8 @@ def cached_descriptors(
     lacks between them (and writing them there)."""
     folder = cache_folder() / cache_key(smiles)
     count = max(1, -(-len(smiles) // PART_SIZE))
+    if barrier is not None and world_size > 1:
+        barrier()  # every rank sees the same parts, so they share out the same missing ones
     parts = {i: part for i in range(count) if (part := _read_part(folder, i)) is not None}
     missing = [i for i in range(count) if i not in parts]
     if missing:

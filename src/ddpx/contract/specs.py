@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ddpx.contract.encoders import EncoderSpec
 from ddpx.contract.launch_specs import BackendSpec, LauncherSpec, LaunchOption, LaunchOutcome
 from ddpx.contract.records import DataRequest, DatasetRecord, Param, TaskData
 
@@ -94,16 +95,14 @@ class TaskSpec:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A model family: ``build(params, info)`` returns a ``torch.nn.Module``.
-
-    ``params`` are the resolved ``model.*`` keys; ``info`` is :attr:`TaskData.info`.
-    ``inputs`` names the form of input the model needs (``"molecule_graph"``, say), one of those
-    a task lists in :attr:`TaskSpec.inputs`; empty: the task's default form. ``check(params)``
-    runs in the launching process before any rank starts and raises
-    :class:`~ddpx.contract.errors.UserError` for what cannot work (a missing optional dependency).
-    ``imports`` names modules slow to import that every rank imports to build the model (say
-    ``"chemprop"``): a launcher that forks its ranks from one process (``spawn``) imports them
-    there once, not once per rank.
+    """A model family: ``build(params, info)`` returns a ``torch.nn.Module`` for the resolved ``model.*`` keys
+    ``params`` and :attr:`TaskData.info`. ``inputs`` names the form of input it needs (``"molecule_graph"``), one a
+    task lists in :attr:`TaskSpec.inputs` (empty: the task's default). ``check(params)`` runs before any rank starts
+    and raises :class:`~ddpx.contract.errors.UserError` for what cannot work (a missing optional dependency).
+    ``imports`` names modules slow to import that every rank imports to build it (``"chemprop"``): a launcher that
+    forks its ranks from one process (``spawn``) imports them there once. ``encoder`` (an
+    :class:`~ddpx.contract.encoders.EncoderSpec`) is the part pretrained weights start and
+    ``train.freeze_encoder_epochs`` freezes.
     """
 
     name: str
@@ -113,6 +112,7 @@ class ModelSpec:
     inputs: str = ""
     check: Callable[[Mapping[str, Any]], None] | None = None
     imports: tuple[str, ...] = ()
+    encoder: EncoderSpec | None = None
 
 
 @dataclass(frozen=True)

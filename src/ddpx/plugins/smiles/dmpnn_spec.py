@@ -4,7 +4,7 @@ are imported when a rank builds the model (:mod:`ddpx.plugins.smiles.dmpnn`)."""
 
 from __future__ import annotations
 
-from ddpx.api import ModelSpec, Param
+from ddpx.api import EncoderSpec, ModelSpec, Param
 
 ACTIVATIONS = ("relu", "leakyrelu", "prelu", "tanh", "elu")  # chemprop.nn.utils.Activation
 
@@ -27,6 +27,12 @@ DMPNN_PARAMS = {
     "activation": Param(
         "relu", "activation in message passing and the head (chemprop --activation)", choices=ACTIVATIONS
     ),
+    "encoder_from": Param(
+        "",
+        "start the message passing from a pretrained encoder, with a new head: a ddpx run folder (or its "
+        "model/), an MLflow run or model URI (runs:/RUN_ID, models:/NAME/VERSION) or a Chemprop model file "
+        "(.pt, .ckpt: CheMeleon's too); empty: fresh weights",
+    ),
 }
 
 
@@ -34,6 +40,12 @@ def _build(params, info):
     from ddpx.plugins.smiles.dmpnn import build_dmpnn
 
     return build_dmpnn(params, info)
+
+
+def _load_encoder(params, tracking_uri):
+    from ddpx.plugins.smiles.encoder_source import pretrained_encoder
+
+    return pretrained_encoder(params, tracking_uri)
 
 
 def _check(params):
@@ -51,4 +63,5 @@ DMPNN_MODEL = ModelSpec(
     inputs="molecule_graph",
     check=_check,
     imports=("chemprop",),
+    encoder=EncoderSpec("message_passing", key="encoder_from", load=_load_encoder),
 )

@@ -44,6 +44,7 @@ LONGEST_FIRST = [
     "test_peers.py",
     "test_smiles_e2e.py",
     "test_regression_e2e.py",
+    "test_pretraining.py",
     "test_vision_real_mnist.py",
     "test_bad_input.py",
     "test_logged_model.py",

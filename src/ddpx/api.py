@@ -16,7 +16,8 @@ Importing it is cheap: neither torch nor mlflow is imported.
 - :class:`TaskSpec` (``register_tasks``): data, loss and judging metric; its ``build_data``
   receives a :class:`DataRequest` and returns :class:`TaskData`; its optional
   :class:`TablePredictor` lets a trained model answer a table (``ddpx predict``, MLflow models).
-- :class:`ModelSpec`, :class:`MetricSpec`, :class:`SamplerSpec`, :class:`WrapperSpec`,
+- :class:`ModelSpec` (with an :class:`EncoderSpec` when pretrained weights can start part of it,
+  read as a :class:`PretrainedEncoder`), :class:`MetricSpec`, :class:`SamplerSpec`, :class:`WrapperSpec`,
   :class:`OptimizerSpec`, :class:`ScheduleSpec` — the parts of a run a recipe names.
 - :class:`BackendSpec`, :class:`LauncherSpec` (with its :class:`LaunchOption` flags, returning a
   :class:`LaunchOutcome`), :class:`TrackerSpec` (creating a :class:`Tracker`),
@@ -74,6 +75,7 @@ from typing import TYPE_CHECKING, Any
 
 from ddpx.contract.cpu_threads import cpu_share, threads_per_rank
 from ddpx.contract.data_dir import DATA_DIR_ENV, data_root
+from ddpx.contract.encoders import EncoderSpec, PretrainedEncoder
 from ddpx.contract.errors import PluginError, UserError, did_you_mean, listed
 from ddpx.contract.job import Job
 from ddpx.contract.launch_settings import LaunchSettings
@@ -152,6 +154,7 @@ __all__ = [
     "BackendSpec",
     "DataRequest",
     "DatasetRecord",
+    "EncoderSpec",
     "FitContext",
     "Job",
     "LaunchOption",
@@ -163,6 +166,7 @@ __all__ = [
     "OptimizerSpec",
     "Param",
     "PluginError",
+    "PretrainedEncoder",
     "RecipeSource",
     "RunDir",
     "RunSummary",

@@ -127,6 +127,12 @@ TRAIN_PARAMS: dict[str, Param] = {
         False, "drop each epoch's last incomplete training batch (batch norm needs more than one sample)"
     ),
     "init_from": Param("", "a ddpx checkpoint whose model weights the run starts from"),
+    "freeze_encoder_epochs": Param(
+        0,
+        "epochs at the start that leave the model's encoder as it started (pretrained weights: "
+        "model.encoder_from) while the rest learns; 0: everything learns from the first step",
+        minimum=0,
+    ),
     "log_every_n_steps": Param(
         50,
         "log rank 0's training loss and the learning rate every N optimizer steps, "

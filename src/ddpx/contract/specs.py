@@ -1,8 +1,7 @@
 """The components plugins register through the ``register_*`` hooks, one spec per kind.
 
-Everything here is plain data: importing this module imports neither torch nor mlflow, so
-plugins can describe their components cheaply and build the heavy parts only when a run asks.
-"""
+Everything here is plain data: importing this module imports neither torch nor mlflow, so plugins can describe
+their components cheaply and build the heavy parts only when a run asks."""
 
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ddpx.contract.encoders import EncoderSpec
 from ddpx.contract.launch_specs import BackendSpec, LauncherSpec, LaunchOption, LaunchOutcome
 from ddpx.contract.records import DataRequest, DatasetRecord, Param, TaskData
 
@@ -93,16 +93,16 @@ class TaskSpec:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A model family: ``build(params, info)`` returns a ``torch.nn.Module``.
-
-    ``params`` are the resolved ``model.*`` keys; ``info`` is :attr:`TaskData.info`. ``inputs`` names the form of
-    input the model needs (``"molecule_graph"``, say), one of those a task lists in :attr:`TaskSpec.inputs`; empty:
-    the task's default form. ``check(params)`` runs in the launching process before any rank starts and raises
-    :class:`~ddpx.contract.errors.UserError` for what cannot work (a missing optional dependency). ``imports`` names
-    modules slow to import that every rank imports to build the model (say ``"chemprop"``): a launcher that forks
-    its ranks from one process (``spawn``) imports them there once, not once per rank. ``loss_for(params, loss)``,
-    for a model whose keys change what it answers, is the loss a run trains with on a task of loss ``loss``
-    (``"gaussian_nll"``: a variance head, :mod:`ddpx.contract.outputs`), or raises ``UserError`` as the recipe resolves.
+    """A model family: ``build(params, info)`` returns a ``torch.nn.Module`` for the resolved ``model.*`` keys
+    ``params`` and :attr:`TaskData.info`. ``inputs`` names the form of input it needs (``"molecule_graph"``), one a
+    task lists in :attr:`TaskSpec.inputs` (empty: the task's default). ``check(params)`` runs before any rank starts
+    and raises :class:`~ddpx.contract.errors.UserError` for what cannot work (a missing optional dependency).
+    ``imports`` names modules slow to import that every rank imports to build it (``"chemprop"``): a launcher that
+    forks its ranks from one process (``spawn``) imports them there once. ``encoder`` (an
+    :class:`~ddpx.contract.encoders.EncoderSpec`) is the part pretrained weights start and
+    ``train.freeze_encoder_epochs`` freezes. ``loss_for(params, loss)``, for a model whose keys change what it
+    answers, is the loss a run trains with on a task of loss ``loss`` (``"gaussian_nll"``: a variance head,
+    :mod:`ddpx.contract.outputs`), or a ``UserError``.
     """
 
     name: str
@@ -113,6 +113,7 @@ class ModelSpec:
     check: Callable[[Mapping[str, Any]], None] | None = None
     imports: tuple[str, ...] = ()
     loss_for: Callable[[Mapping[str, Any], str], str] | None = None
+    encoder: EncoderSpec | None = None
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from ddpx.config.recipe import Recipe
 from ddpx.contract.errors import UserError
 from ddpx.contract.job import Job
 from ddpx.contract.launch_settings import LaunchSettings, default_nproc
+from ddpx.contract.run_dir import latest_run_dir
 from ddpx.contract.specs import LauncherSpec
 from ddpx.launch.gpus import local_gpu_count
 from ddpx.plugin_host.registry import Registry
@@ -39,6 +40,7 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
             f"train.wrapper={recipe.train['wrapper']} writes each machine's shards in its own: use "
             "train.wrapper=ddp for an elastic job, or a fixed --nnodes."
         )
+    check_encoder_start(recipe, settings)
     resume_from = check_checkpoints(recipe, settings.resume, sharded)
     resolved = resolve_for_this_machine(registry, recipe, settings, launcher)
     # this world's share of a global batch: the run folder's recipe, the job and the checkpoints agree on it
@@ -143,6 +145,39 @@ def check_checkpoints(recipe: Recipe, resume: str | None, sharded: bool) -> str 
 
         check_init_fits(load_checkpoint(recipe.train["init_from"]), recipe.train["init_from"], recipe.config)
     return resume_from
+
+
+def check_encoder_start(recipe: Recipe, settings: LaunchSettings) -> None:
+    """Pretrained weights for the model's encoder (``ModelSpec.encoder``) are read now, so a source
+    that is missing or made for another model is an error before any rank starts; and
+    ``train.freeze_encoder_epochs`` needs an encoder that starts from trained weights."""
+    encoder, train = recipe.model.encoder, recipe.train
+    frozen, init_from = train["freeze_encoder_epochs"], train["init_from"]
+    if encoder is None:
+        if frozen:
+            raise UserError(
+                f"train.freeze_encoder_epochs={frozen} freezes the model's encoder, and model {recipe.model.name} "
+                "has none. Set train.freeze_encoder_epochs=0, or use a model with an encoder (model.name=dmpnn)."
+            )
+        return
+    params = {k: v for k, v in recipe.config["model"].items() if k != "name"}
+    source = params.get(encoder.key, "") if encoder.key else ""
+    if source and init_from:
+        raise UserError(
+            f"model.{encoder.key}={source} starts the encoder and train.init_from={init_from} starts every "
+            f"weight of the model: keep one (train.init_from='' to fine-tune from the pretrained encoder)."
+        )
+    if frozen and not source and not init_from:
+        key = f"model.{encoder.key}=..." if encoder.key else "train.init_from=CHECKPOINT"
+        raise UserError(
+            f"train.freeze_encoder_epochs={frozen} keeps the encoder as it starts, and this run's encoder "
+            f"starts from random weights. Give it pretrained ones ({key}), or set train.freeze_encoder_epochs=0."
+        )
+    resumes = settings.resume not in (None, "", "auto") or (
+        settings.resume == "auto" and latest_run_dir(recipe.name, settings.runs_dir) is not None
+    )
+    if source and encoder.load is not None and not resumes:  # a run that continues reads no source
+        encoder.load(params, settings.tracking_uri)  # a UserError when it cannot start this model
 
 
 def submits(launcher: LauncherSpec) -> bool:

@@ -42,10 +42,12 @@ PREDICTOR = TablePredictor(_predict_table, _example_table)  # a `smiles` column 
 def register_tasks(register):
     from ddpx.plugins.smiles.moleculenet import moleculenet_tasks
     from ddpx.plugins.smiles.own_csv import own_csv_task
+    from ddpx.plugins.smiles.pretraining import moses_task
 
     for task in moleculenet_tasks(smiles_params, PREDICTOR):
         register(task)
     register(own_csv_task(smiles_params, PREDICTOR))
+    register(moses_task(PREDICTOR))
 
 
 @hookimpl

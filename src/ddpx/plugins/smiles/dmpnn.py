@@ -70,6 +70,24 @@ class DMPNN(nn.Module):
         return self.output(per_molecule(outputs))
 
 
+def build_message_passing(params: Mapping[str, Any], atom_features: int, bond_features: int) -> nn.Module:
+    """The encoder: Chemprop's bond (or, with ``model.atom_messages``, atom) message passing for
+    graphs of ``atom_features`` and ``bond_features`` per atom and bond."""
+    from chemprop import nn as chem_nn
+
+    passing = chem_nn.AtomMessagePassing if params["atom_messages"] else chem_nn.BondMessagePassing
+    return passing(
+        d_v=atom_features,
+        d_e=bond_features,
+        d_h=params["hidden_size"],
+        bias=params["message_bias"],
+        depth=params["depth"],
+        dropout=params["dropout"],
+        activation=params["activation"],
+        undirected=params["undirected"],
+    )
+
+
 def build_dmpnn(params: Mapping[str, Any], info: Mapping[str, Any]) -> DMPNN:
     """The model for a task's ``info`` (its feature widths, labels, task type and target scaler)
     with the ``model.*`` keys ``params``."""
@@ -83,17 +101,7 @@ def build_dmpnn(params: Mapping[str, Any], info: Mapping[str, Any]) -> DMPNN:
             "model dmpnn needs molecular graphs, and this task's data holds none (no 'atom_features' in "
             "its info). Use a task that hands out 'molecule_graph' inputs."
         )
-    passing = chem_nn.AtomMessagePassing if params["atom_messages"] else chem_nn.BondMessagePassing
-    message_passing = passing(
-        d_v=info["atom_features"],
-        d_e=info["bond_features"],
-        d_h=params["hidden_size"],
-        bias=params["message_bias"],
-        depth=params["depth"],
-        dropout=params["dropout"],
-        activation=params["activation"],
-        undirected=params["undirected"],
-    )
+    message_passing = build_message_passing(params, info["atom_features"], info["bond_features"])
     if params["aggregation"] == "norm":
         agg = chem_nn.NormAggregation(norm=params["aggregation_norm"])
     else:

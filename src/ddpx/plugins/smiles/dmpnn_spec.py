@@ -4,7 +4,7 @@ are imported when a rank builds the model (:mod:`ddpx.plugins.smiles.dmpnn`)."""
 
 from __future__ import annotations
 
-from ddpx.api import ModelSpec, Param
+from ddpx.api import EncoderSpec, ModelSpec, Param
 from ddpx.plugins.smiles.params import UNCERTAINTY, uncertainty_loss
 
 ACTIVATIONS = ("relu", "leakyrelu", "prelu", "tanh", "elu")  # chemprop.nn.utils.Activation
@@ -29,6 +29,12 @@ DMPNN_PARAMS = {
         "relu", "activation in message passing and the head (chemprop --activation)", choices=ACTIVATIONS
     ),
     "uncertainty": UNCERTAINTY,
+    "encoder_from": Param(
+        "",
+        "start the message passing from a pretrained encoder, with a new head: a ddpx run folder (or its "
+        "model/), an MLflow run or model URI (runs:/RUN_ID, models:/NAME/VERSION) or a Chemprop model file "
+        "(.pt, .ckpt: CheMeleon's too); empty: fresh weights",
+    ),
 }
 
 
@@ -36,6 +42,12 @@ def _build(params, info):
     from ddpx.plugins.smiles.dmpnn import build_dmpnn
 
     return build_dmpnn(params, info)
+
+
+def _load_encoder(params, tracking_uri):
+    from ddpx.plugins.smiles.encoder_source import pretrained_encoder
+
+    return pretrained_encoder(params, tracking_uri)
 
 
 def _check(params):
@@ -54,4 +66,5 @@ DMPNN_MODEL = ModelSpec(
     check=_check,
     imports=("chemprop",),
     loss_for=uncertainty_loss,
+    encoder=EncoderSpec("message_passing", key="encoder_from", load=_load_encoder),
 )

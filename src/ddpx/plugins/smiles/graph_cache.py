@@ -18,8 +18,9 @@ of Chemprop's arrays took 9 KB.
   ``$DDPX_DATA_DIR`` or ``~/.cache/ddpx/data``), one folder per part of 50 000 molecules and
   ``meta.json``. The key is a SHA-256 of the store's format, the featurizer, Chemprop's version and
   the SMILES in order, so another file, another row order, canonicalised SMILES or another
-  Chemprop version get their own entry. The ranks share the featurizing out, part by part (rank r
-  the parts r, r + world size, ...), then wait for each other and read the whole store; a part a
+  Chemprop version get their own entry. The ranks look at the store together (so they agree on
+  the parts it lacks), share the featurizing of those out, part by part (rank r the missing parts
+  r, r + world size, ...), then wait for each other and read the whole store; a part a
   rank finds missing after that (another machine's disk, a write that failed) it makes itself.
   Each part is written to a temporary folder and renamed into place, so a part is complete or
   absent: a store stopped half-way goes on from the parts it has, and nothing reads a half-written
@@ -86,6 +87,8 @@ def cached_graphs(
         return _MEMORY[key]
     folder = cache_folder() / key
     count = max(1, -(-len(smiles) // PART_SIZE))
+    if barrier is not None and world_size > 1:
+        barrier()  # every rank sees the same parts, so they share out the same missing ones
     parts: dict[int, GraphPart] = {i: part for i in range(count) if (part := _read_part(folder, i)) is not None}
     missing = [i for i in range(count) if i not in parts]
     if missing:

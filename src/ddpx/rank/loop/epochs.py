@@ -18,6 +18,7 @@ from ddpx.rank.diagnostics.stall import BEACON
 from ddpx.rank.diagnostics.sync_check import check_parameters_in_sync
 from ddpx.rank.loop.accumulation import MicroBatch, without_gradient_sync
 from ddpx.rank.loop.batching import training_batches
+from ddpx.rank.loop.encoder import drop_frozen_gradients
 from ddpx.rank.loop.evaluation import evaluate
 from ddpx.rank.loop.pruning import TrialPruning
 from ddpx.rank.loop.training_state import Position, TrainingState, clone_state
@@ -191,9 +192,11 @@ def train_step(run: RunContext, inputs, targets, micro: MicroBatch) -> tuple[tor
 
 
 def optimizer_step(run: RunContext) -> torch.Tensor | None:
-    """Clip (on unscaled gradients), step the optimizer, the scaler and the schedule."""
+    """Clip (on unscaled gradients), step the optimizer, the scaler and the schedule; a frozen
+    encoder's gradients are dropped first."""
     state, clip = run.state, run.train["clip_grad_norm"]
     grad_norm = None
+    drop_frozen_gradients(run)
     if clip:
         state.scaler.unscale_(state.optimizer)
         grad_norm = torch.nn.utils.clip_grad_norm_(state.wrapped.parameters(), clip)

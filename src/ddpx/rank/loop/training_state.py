@@ -29,6 +29,7 @@ from ddpx.rank.checkpoints.rank_state import restore_rng_state
 from ddpx.rank.checkpoints.sharded import load_shards
 from ddpx.rank.loop.accumulation import optimizer_steps
 from ddpx.rank.loop.batching import training_batches
+from ddpx.rank.loop.encoder import start_encoder
 from ddpx.rank.loop.losses import LossFn, loss_function
 from ddpx.rank.loop.optim import autocast_factory, build_optimizer, build_schedule
 from ddpx.rank.process_group.distributed import RankEnv
@@ -157,6 +158,7 @@ def build_training_state(run: RunContext, data: TaskData) -> TrainingState:
     """Everything this rank trains with, in the order that fixes every random draw."""
     train, parts, env, device = run.train, run.parts, run.env, run.device
     model = build_model(run.job, parts, data, device, run.resume)
+    start_encoder(run, model)  # pretrained weights, before the wrapper copies rank 0's to every rank
     wrapped = parts.wrapper.wrap(model, device)
     step_model = torch.compile(wrapped) if train["compile"] else wrapped
     torch.manual_seed(train["seed"] + 1 + env.rank)  # ranks draw different dropout masks from here on

@@ -10,15 +10,24 @@ from pathlib import Path
 
 
 def heldout_predictions(path: Path) -> dict[str, list[float]] | None:
-    """The run's ``heldout_predictions.csv`` as columns (an empty cell, a missing label, is NaN)."""
+    """The run's numeric ``heldout_predictions.csv`` columns (an empty cell, a missing label, is NaN;
+    a column of text, such as a conformal prediction set ``0|1``, is left out)."""
     if not path.is_file():
         return None
     with path.open(newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     if not rows:
         return None
-    columns = {name: [float(r[name]) if r[name] != "" else math.nan for r in rows] for name in rows[0]}
-    return with_exact_probabilities(columns)
+    columns = {name: numbers([r[name] for r in rows]) for name in rows[0]}
+    return with_exact_probabilities({name: values for name, values in columns.items() if values is not None})
+
+
+def numbers(cells: list[str]) -> list[float] | None:
+    """The column's cells as numbers (an empty one NaN), or None for a column of text."""
+    try:
+        return [float(cell) if cell != "" else math.nan for cell in cells]
+    except ValueError:
+        return None
 
 
 def with_exact_probabilities(columns: dict[str, list[float]]) -> dict[str, list[float]]:

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from ddpx.api import UserError, load_checkpoint, model_state_from
+from ddpx.plugins.smiles.chem import rdkit_parses
 from ddpx.plugins.smiles.dataset import collate
 from ddpx.plugins.smiles.model import build_smiles_rnn
 from ddpx.plugins.smiles.tokenizer import Vocabulary, tokenize
@@ -74,8 +75,8 @@ def predict_table(model: torch.nn.Module, info, table):
     the targets' units squared). Where the training file wrote a label's classes as words,
     ``predicted`` (``predicted_<label>``) answers in them (class 1's word from a probability of 0.5
     up); a softmax classifier answers the ``predicted`` class's name and each class's
-    ``probability_<class>``. A row the model cannot read (a SMILES RDKit cannot parse, for a graph
-    or features model; one the tokenizer cannot represent) is left unanswered, and a ``problem``
+    ``probability_<class>``. A row the model cannot read (a SMILES RDKit cannot parse, for every
+    family, as in training; one the tokenizer cannot represent) is left unanswered, and a ``problem``
     column says why; the other rows are answered."""
     if SMILES_COLUMN not in getattr(table, "columns", ()):
         columns = ", ".join(map(str, getattr(table, "columns", []))) or "none"
@@ -153,7 +154,11 @@ def unreadable(info, smiles: str) -> str:
         except (RuntimeError, ValueError):
             return "RDKit cannot parse this SMILES"
         return ""
-    return "" if tokenize(smiles) else "characters the SMILES tokenizer cannot represent"
+    if not tokenize(smiles):
+        return "characters the SMILES tokenizer cannot represent"
+    # the BiLSTM left molecules RDKit cannot parse out of its training as every family does: it
+    # leaves them unanswered too (without RDKit it kept every row, and answers every row)
+    return "RDKit cannot parse this SMILES" if rdkit_parses([smiles]) == [False] else ""
 
 
 @torch.no_grad()

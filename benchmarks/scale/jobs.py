@@ -28,7 +28,7 @@ def ddpx_env(data_dir: Path) -> dict[str, str]:
 def run_recipe(data: Path, size: int, nproc: int, epochs: int, work: Path, log: Path) -> dict:
     """One ``ddpx recipe`` run; returns its wall seconds, its ranks' peak ``RssAnon`` (MiB) and its
     run folder. Raises when it fails (its output is in ``log``)."""
-    runs = work / "runs"
+    runs = work.resolve() / "runs"
     before = set(runs.glob("*")) if runs.exists() else set()
     command = [
         *(sys.executable, "-m", "ddpx", "recipe", RECIPE),

@@ -4,7 +4,9 @@
 Anonymous memory is what a process holds of its own (its heap, its tensors, its Python objects);
 pages mapped from files (the memory-mapped graph store and targets, the libraries) are counted in
 ``RssFile`` instead, and the ranks of one machine share them in the page cache, so they are counted
-once for the machine: as the store's size on disk. Linux only.
+once for the machine: as the store's size on disk. A rank forked from the spawn launcher's fork
+server also counts the pages it still shares with the server (its imports): a little more than its
+own. Linux only.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 ``make_datapoints`` (a ``MoleculeDatapoint`` per SMILES, its RDKit molecule made), ``make_dataset``
 (a ``MoleculeDataset`` with the V2 multi-hot featurizer), the targets standardised, then
 ``dataset.cache = True`` (every molecule's graph featurized and kept, what ``chemprop train`` does
-unless ``--no-cache``). The targets are ddpx's descriptor rows of the same molecules (float64, as
+unless ``--no-cache``). Its ``RssAnon`` just before the build is noted (the interpreter, the
+imports, the SMILES and targets read), so what the build itself adds per molecule can be told
+from the process's peak. The targets are ddpx's descriptor rows of the same molecules (float64, as
 Chemprop reads a CSV's), so both hold the same data.
 
 Run by :func:`measure_chemprop` as its own process (``python benchmarks/scale/chemprop_build.py``),
@@ -23,7 +25,7 @@ if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.common.environment import ROOT
-from benchmarks.scale.memory import PeakSampler
+from benchmarks.scale.memory import PeakSampler, rss_anon_mb
 
 
 def build(data: Path, size: int, targets: Path) -> dict:
@@ -35,6 +37,7 @@ def build(data: Path, size: int, targets: Path) -> dict:
 
     smiles = read_smiles(data, "SMILES", size)
     Y = np.concatenate([np.load(part) for part in sorted(targets.glob("part-*.npy"))]).astype(np.float64)
+    before = rss_anon_mb(os.getpid())  # the interpreter, Chemprop's imports, the SMILES and targets read
     started = time.perf_counter()
     mol_data, _ = make_datapoints(
         [smiles], None, Y, None, None, None, None, None, None, None, None,
@@ -44,7 +47,7 @@ def build(data: Path, size: int, targets: Path) -> dict:
     dataset.normalize_targets()
     dataset.cache = True
     seconds = time.perf_counter() - started
-    return {"molecules": len(dataset), "build_s": seconds}
+    return {"molecules": len(dataset), "build_s": seconds, "before_build_mb": before}
 
 
 def _env() -> dict[str, str]:

@@ -51,12 +51,17 @@ def chemprop_note(rows: list[dict], memory_mb: float | None) -> str | None:
     if not done:
         return None
     last = max(done, key=lambda r: r["molecules"])
-    per = last["chemprop"]["peak_rss_anon_mb"] * 2**20 / last["molecules"]
+    chemprop = last["chemprop"]
+    added = chemprop["peak_rss_anon_mb"] - chemprop.get("before_build_mb", 0.0)
+    per = added * 2**20 / last["molecules"]
     largest = max(r["molecules"] for r in rows)
-    note = f"Chemprop's peak private memory at {last['molecules']:,} molecules is {per / 1024:.1f} KiB a molecule"
+    note = (
+        f"Chemprop's build adds {added:,.0f} MiB of private memory at {last['molecules']:,} molecules "
+        f"(its peak over the process before the build), {per / 1024:.1f} KiB a molecule"
+    )
     if largest > last["molecules"]:
         guess = per * largest / 2**30
-        note += f"; at that rate (extrapolated, not measured) {largest:,} molecules would need about {guess:.1f} GiB"
+        note += f"; at that rate (extrapolated, not measured) {largest:,} molecules would add about {guess:.1f} GiB"
         if memory_mb:
             note += f" against this machine's {memory_mb / 1024:.0f} GiB"
     return note + "."

@@ -1,0 +1,1 @@
+"""The scale benchmark: ``python benchmarks/scale/run.py`` (see its docstring)."""

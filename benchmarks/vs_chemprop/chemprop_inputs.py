@@ -1,21 +1,24 @@
 """Chemprop's inputs from ddpx's own split: the molecules a ddpx rank keeps, written as Chemprop's
-CSV and splits file, and held-out ROC-AUC computed the same way for both."""
+CSV and splits file, and the held-out scores computed the same way for both: ROC-AUC for a
+classification set, RMSE and MAE for a regression set (:func:`heldout_scores`)."""
 
 from __future__ import annotations
 
 import csv
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 
-def ddpx_split(recipe: str, data: Path, overrides: list[str]):
+def ddpx_split(recipe: str, data: Path, overrides: Sequence[str]):
     """The task's graph data as a rank builds it: ``(smiles, labels, label names, splits)`` with
     ``splits`` the row indices of train, dev and held-out (in ddpx's order) into ``smiles``."""
     from ddpx.api import DataRequest
     from ddpx.config.recipe import resolve_recipe
     from ddpx.plugin_host.registry import load_registry
     from ddpx.plugins.smiles.csv_table import read_smiles_csv
+    from ddpx.plugins.smiles.scaling import SCALER_KEY
 
     registry = load_registry()
     recipe_config = resolve_recipe(registry, recipe, [f"dataset.path={data.resolve()}", *overrides])
@@ -32,7 +35,10 @@ def ddpx_split(recipe: str, data: Path, overrides: list[str]):
     )
     task_data = recipe_config.task.build_data(request)
     names = list(params["label_columns"]) or [params["label_column"]]
-    table = read_smiles_csv(Path(params["path"]), params["smiles_column"], names, strict=params["strict"])
+    regression = SCALER_KEY in task_data.info  # a regression task's targets are standardised (scaling.py)
+    table = read_smiles_csv(
+        Path(params["path"]), params["smiles_column"], names, strict=params["strict"], regression=regression
+    )
     rows = {
         name: list(getattr(task_data, split).rows)
         for name, split in (("train", "train"), ("val", "dev"), ("test", "heldout"))
@@ -40,7 +46,9 @@ def ddpx_split(recipe: str, data: Path, overrides: list[str]):
     return table.smiles, table.labels, names, rows
 
 
-def write_chemprop_inputs(recipe: str, data: Path, overrides: list[str], folder: Path) -> tuple[list[str], list, list]:
+def write_chemprop_inputs(
+    recipe: str, data: Path, overrides: Sequence[str], folder: Path
+) -> tuple[list[str], list, list]:
     """``chemprop.csv`` (the molecules ddpx keeps, in file order) and ``splits.json``; returns the
     label names and the held-out SMILES and targets, in ddpx's order."""
     smiles, labels, names, rows = ddpx_split(recipe, data, overrides)
@@ -71,3 +79,28 @@ def roc_auc(targets: list, scores: list) -> float:
         if len(set(t[present, j])) == 2:
             values.append(roc_auc_score(t[present, j], s[present, j]))
     return float(np.mean(values))
+
+
+def rmse_mae(targets: list, predictions: list) -> tuple[float, float]:
+    """Mean RMSE and mean MAE over the targets, each over the molecules that have it (as ddpx's
+    metric), in the targets' units."""
+    import numpy as np
+
+    t = np.asarray(targets, dtype=float).reshape(len(targets), -1)
+    p = np.asarray(predictions, dtype=float).reshape(len(predictions), -1)
+    rmse, mae = [], []
+    for j in range(t.shape[1]):
+        present = ~np.isnan(t[:, j])
+        error = p[present, j] - t[present, j]
+        rmse.append(float(np.sqrt(np.mean(error**2))))
+        mae.append(float(np.mean(np.abs(error))))
+    return float(np.mean(rmse)), float(np.mean(mae))
+
+
+def heldout_scores(regression: bool, targets: list, predictions: list) -> dict[str, float]:
+    """``{"value": ROC-AUC}`` for a classification set, ``{"value": RMSE, "mae": MAE}`` for a
+    regression set: the same computation for Chemprop's and ddpx's held-out predictions."""
+    if not regression:
+        return {"value": roc_auc(targets, predictions)}
+    rmse, mae = rmse_mae(targets, predictions)
+    return {"value": rmse, "mae": mae}

@@ -11,12 +11,12 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.common.environment import plugin_env
-from benchmarks.vs_chemprop.chemprop_inputs import roc_auc
+from benchmarks.vs_chemprop.chemprop_inputs import heldout_scores
 from benchmarks.vs_chemprop.clocked_chemprop import PHASES
 from benchmarks.vs_chemprop.lockstep import DONE, LOCKSTEP_ENV, make_pipes
 
@@ -34,10 +34,20 @@ class Launch:
 
 
 def chemprop_command(
-    folder: Path, names: list[str], seed: int, tracking: str, epochs: int, profile_steps: int, clock: Path, out: Path
+    folder: Path,
+    names: list[str],
+    seed: int,
+    tracking: str,
+    epochs: int,
+    profile_steps: int,
+    clock: Path,
+    out: Path,
+    regression: bool = False,
 ) -> list[str]:
     """``chemprop train`` with the clock (``clocked_chemprop.py``) on the inputs in ``folder``: CPU,
-    one device, no workers, ``tracking`` the metric that picks the best epoch."""
+    one device, no workers, ``tracking`` the metric that picks the best epoch (``val_loss``, or
+    ``roc`` for a classification set and ``rmse`` for a regression set)."""
+    task, metrics = ("regression", ["rmse", "mae"]) if regression else ("classification", ["roc"])
     return [
         sys.executable,
         str(HERE / "clocked_chemprop.py"),
@@ -49,7 +59,7 @@ def chemprop_command(
         "--splits-file",
         str(folder / "splits.json"),
         "--task-type",
-        "classification",
+        task,
         "--smiles-columns",
         "smiles",
         "--target-columns",
@@ -69,7 +79,7 @@ def chemprop_command(
         "--num-workers",
         "0",
         "--metrics",
-        "roc",
+        *metrics,
         "--tracking-metric",
         tracking,
         "--output-dir",
@@ -86,10 +96,11 @@ def run_chemprop(
     epochs: int,
     profile_steps: int = 0,
     profile_dir: Path | None = None,
+    regression: bool = False,
 ) -> Launch:
     out = folder / f"chemprop-{tracking}-seed{seed}"
     clock = folder / f"clock-{tracking}-seed{seed}.json"
-    cmd = chemprop_command(folder, names, seed, tracking, epochs, profile_steps, clock, out)
+    cmd = chemprop_command(folder, names, seed, tracking, epochs, profile_steps, clock, out, regression)
 
     def read(wall: float) -> dict:
         (predictions,) = sorted(out.rglob("test_predictions.csv"))
@@ -98,13 +109,15 @@ def run_chemprop(
         smiles, targets = heldout
         if [r["smiles"] for r in table] != smiles:
             raise SystemExit(f"Chemprop's test molecules are not ddpx's held-out molecules, in order ({predictions})")
-        scores = [[float(r[n]) for n in names] for r in table]  # the target columns hold Chemprop's probabilities
-        run = "chemprop_loss" if tracking == "val_loss" else "chemprop_roc"
+        scores = [
+            [float(r[n]) for n in names] for r in table
+        ]  # Chemprop's probabilities, or values in the file's units
+        run = "chemprop_loss" if tracking == "val_loss" else f"chemprop_{tracking}"
         keep_ops(folder / f"{clock.stem}-profile" / "ops.txt", profile_dir, f"{run}-seed{seed}")
         epochs_seen = json.loads(clock.read_text(encoding="utf-8"))
         training = [e["train_s"] for e in epochs_seen]
         return {
-            "value": roc_auc(targets, scores),
+            **heldout_scores(regression, targets, scores),
             "epoch_s": statistics.mean(training),
             "epochs": training,
             "whole_epoch_s": statistics.mean(e["epoch_s"] for e in epochs_seen),
@@ -128,15 +141,18 @@ def run_ddpx(
     run: str,
     recipe: str,
     data: Path,
-    overrides: list[str],
+    overrides: Sequence[str],
     seed: int,
     epochs: int,
     workdir: Path,
     train_size: int,
     profile_steps: int = 0,
     profile_dir: Path | None = None,
+    heldout: tuple[list[str], list] | None = None,
 ) -> Launch:
-    """One of the ddpx runs (``ddpx<ranks>``, ``ddpx<ranks>_loss``: see ``LABELS``)."""
+    """One of the ddpx runs (``ddpx<ranks>``, ``ddpx<ranks>_loss``: see ``LABELS``); with
+    ``heldout`` (a regression set's target names and held-out targets) its RMSE and MAE are computed
+    from its held-out predictions as Chemprop's are (:func:`ddpx_regression_scores`)."""
     nproc, select_by = int(run[4]), "loss" if run.endswith("_loss") else "metric"
     batch = 64 // nproc  # Chemprop's 64 molecules per optimizer step, whatever the number of ranks
     cmd = [
@@ -170,8 +186,9 @@ def run_ddpx(
         rows = [row for row in map(json.loads, filter(None, lines)) if "epoch_s" in row]
         keep_ops(run_dir / "profile" / "ops.txt", profile_dir, f"{run}-seed{seed}")
         training = [train_size / row["samples_per_s"] for row in rows]  # training only
+        scores = ddpx_regression_scores(run_dir, summary, *heldout) if heldout else None
         return {
-            "value": summary["heldout"]["heldout_roc_auc"],
+            **(scores or {"value": summary["heldout"]["heldout_roc_auc"]}),
             "epoch_s": statistics.mean(training),
             "epochs": training,
             "whole_epoch_s": statistics.mean(row["epoch_s"] for row in rows),
@@ -180,6 +197,29 @@ def run_ddpx(
         }
 
     return Launch(cmd, read, cwd=workdir)
+
+
+def ddpx_regression_scores(run_dir: Path, summary: dict, names: list[str], targets: list) -> dict:
+    """RMSE and MAE from a ddpx run's ``heldout_predictions.csv`` (in the targets' units), computed as
+    for Chemprop's predictions; checks that its targets are ``targets`` in order (the same molecules)
+    and that its RMSE is the one ddpx logged."""
+    (predictions,) = sorted(run_dir.rglob("heldout_predictions.csv"))
+    with predictions.open(encoding="utf-8") as handle:
+        table = list(csv.DictReader(handle))
+    suffixes = [""] if len(names) == 1 else [f"_{name}" for name in names]
+    cell = lambda text: float(text) if text != "" else float("nan")  # noqa: E731
+    theirs = [[cell(r[f"target{s}"]) for s in suffixes] for r in table]
+    same = len(theirs) == len(targets) and all(
+        all(a == b or (a != a and b != b) or abs(a - b) < 1e-5 for a, b in zip(row, want))
+        for row, want in zip(theirs, targets)
+    )
+    if not same:
+        raise SystemExit(f"ddpx's held-out targets are not the ones Chemprop is scored on, in order ({predictions})")
+    scores = heldout_scores(True, targets, [[float(r[f"prediction{s}"]) for s in suffixes] for r in table])
+    logged = summary["heldout"]["heldout_rmse"]
+    if abs(scores["value"] - logged) > 1e-4 * max(1.0, logged):
+        raise SystemExit(f"RMSE from {predictions} is {scores['value']}, ddpx logged {logged}")
+    return scores
 
 
 def run_alone(name: str, launch: Launch) -> dict:

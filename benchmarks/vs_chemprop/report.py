@@ -12,20 +12,24 @@ from datetime import date
 from benchmarks.common.provenance import commit
 from benchmarks.vs_chemprop.clocked_chemprop import PHASES
 
-LABELS = {  # the runs --runs can name, as the tables label them
+LABELS = {  # the runs --runs can name, as the tables label them ({metric}: ROC-AUC or RMSE; {best}: highest or lowest)
     "chemprop_loss": "Chemprop `chemprop train` (best epoch: lowest val loss, its default)",
     "chemprop_roc": "Chemprop `chemprop train --tracking-metric roc` (best epoch: highest val ROC-AUC)",
-    "ddpx1": "ddpx `{recipe}`, 1 rank, batch 64 (best epoch: highest dev ROC-AUC, its default)",
-    "ddpx2": "ddpx `{recipe}`, 2 ranks × batch 32 (best epoch: highest dev ROC-AUC)",
+    "chemprop_rmse": "Chemprop `chemprop train --tracking-metric rmse` (best epoch: lowest val RMSE)",
+    "ddpx1": "ddpx `{recipe}`, 1 rank, batch 64 (best epoch: {best} dev {metric}, its default)",
+    "ddpx2": "ddpx `{recipe}`, 2 ranks × batch 32 (best epoch: {best} dev {metric})",
     "ddpx1_loss": "ddpx `{recipe}`, 1 rank, batch 64, `train.select_by=loss` (best epoch: lowest dev loss)",
     "ddpx2_loss": "ddpx `{recipe}`, 2 ranks × batch 32, `train.select_by=loss` (best epoch: lowest dev loss)",
 }
 
 
 def summary_row(label: str, results: list[dict]) -> str:
+    """A run's held-out metric (mean ± sd, per seed), its MAE on a regression set, and its times."""
     values = [r["value"] for r in results]
     spread = f" ± {statistics.stdev(values):.4f}" if len(values) > 1 else ""
     per_seed = ", ".join(f"{v:.4f}" for v in values)
+    if "mae" in results[0]:
+        per_seed += f" | {statistics.mean(r['mae'] for r in results):.4f}"
     whole = [r["whole_epoch_s"] for r in results if r["whole_epoch_s"] == r["whole_epoch_s"]]
     whole_text = f"{statistics.mean(whole):.2f}" if whole else "—"
     return (
@@ -82,20 +86,23 @@ def pairs_table(
 
 
 def print_tables(
-    args: argparse.Namespace, labels: dict[str, str], results: dict[str, list[dict]], heldout: int
+    args: argparse.Namespace, labels: dict[str, str], results: dict[str, list[dict]], heldout: int, data: str
 ) -> None:
     """The header naming the machine, commit and settings, then the tables (``heldout``: the number
-    of held-out molecules)."""
+    of held-out molecules; ``data``: the file, as the header names it)."""
+    regression = "mae" in next(iter(results.values()))[0]
     print(
         f"{date.today()}: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "
-        f"commit {commit()}; {args.set} ({args.data.name}), MoleculeNet's scaffold split 80/10/10 as ddpx makes it "
+        f"commit {commit()}; {args.set} ({data}), MoleculeNet's scaffold split 80/10/10 as ddpx makes it "
         f"({heldout} held-out molecules), {args.epochs} epochs, seeds {' '.join(map(str, args.seeds))}\n"
     )
+    metric = "RMSE" if regression else "ROC-AUC"
+    mae = " held-out MAE (mean) |" if regression else ""
     print(
-        "| run | held-out ROC-AUC (mean ± sd) | per seed | s/epoch, training | s/epoch, with dev | "
+        f"| run | held-out {metric} (mean ± sd) | per seed |{mae} s/epoch, training | s/epoch, with dev | "
         "s/run | s, all seeds |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- |" + " --- |" * (4 + regression))
     for run in args.runs:
         print(summary_row(labels[run], results[run]))
     print("\nWhere a training epoch goes (s, means over epochs and seeds):\n")

@@ -3,6 +3,7 @@ and time, over seeds, as a Markdown table (docs/results.md, docs/performance.md)
 
     python benchmarks/vs_chemprop/run.py --set bbbp --data ../shared/data/bbbp/BBBP.csv
     python benchmarks/vs_chemprop/run.py --set bace --data ../shared/data/moleculenet/bace.csv --seeds 0
+    python benchmarks/vs_chemprop/run.py --set lipophilicity_small --data ../shared/data/moleculenet/Lipophilicity.csv
 
 For each seed it runs
 
@@ -51,8 +52,20 @@ driven from the callback (steps counted alike, the trace ending before the first
 and keeps each run's operator table in DIR (``chemprop_roc-seed0-ops.txt``, ``ddpx1-seed0-ops.txt``):
 which operators make one loop's step longer than the other's.
 
+**Regression** (``--set esol``, ``lipophilicity`` and ``lipophilicity_small``): the same runs
+with ``--task-type regression``; both standardise the target on the training molecules and answer
+in the file's units. Held-out RMSE and MAE are computed by the same function for both
+(``chemprop_inputs.rmse_mae``), from Chemprop's ``test_predictions.csv`` and from ddpx's
+``heldout_predictions.csv`` (whose targets are checked to be the same held-out molecules, in
+order, and whose RMSE is checked against the one ddpx logged). For one target, the epoch of lowest
+dev loss (mean squared error on the standardised target) is the epoch of lowest dev RMSE, so the
+default runs are ``chemprop_loss ddpx1 ddpx2`` (``chemprop_rmse`` selects by val RMSE).
+``lipophilicity_small`` is 600 molecules drawn with seed 0 from Lipophilicity.csv (``--data``) by
+``small_set.py``, written to the run's folder (``--small-out`` keeps a copy); the table names the
+drawn file's md5.
+
 Beside this script: ``chemprop_inputs.py`` writes Chemprop's inputs from ddpx's split,
-``clocked_chemprop.py`` is Chemprop with the clock, ``launches.py`` starts and reads the runs
+``small_set.py`` draws the small set, ``clocked_chemprop.py`` is Chemprop with the clock, ``launches.py`` starts and reads the runs
 (alone, or in lockstep through ``lockstep.py``), ``report.py`` prints the tables.
 """
 
@@ -63,21 +76,35 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run by path: `benchmarks` importable
 
 from benchmarks.vs_chemprop.chemprop_inputs import write_chemprop_inputs
 from benchmarks.vs_chemprop.launches import Launch, run_alone, run_chemprop, run_ddpx, run_in_lockstep
 from benchmarks.vs_chemprop.report import LABELS, print_tables, run_order
+from benchmarks.vs_chemprop.small_set import SMALL_SEED, SMALL_SIZE, draw_small_set, md5
 
-SETS = {  # set: (recipe, extra ddpx overrides for the shared copies of the files)
-    "bbbp": ("bbbp_dmpnn", []),
-    "bace": ("bace_dmpnn", ["dataset.smiles_column=smiles"]),  # the shared copy names the column `smiles`
-    "clintox": ("clintox_dmpnn", []),
-    "tox21": ("tox21_dmpnn", []),
-    "sider": ("sider_dmpnn", []),
-    "hiv": ("hiv_dmpnn", []),
+
+class BenchSet(NamedTuple):
+    recipe: str
+    overrides: tuple[str, ...] = ()  # extra ddpx overrides for the shared copies of the files
+    regression: bool = False
+    drawn: bool = False  # the small set: SMALL_SIZE molecules drawn from --data (small_set.py)
+
+
+SETS = {
+    "bbbp": BenchSet("bbbp_dmpnn"),
+    "bace": BenchSet("bace_dmpnn", ("dataset.smiles_column=smiles",)),  # the shared copy names the column `smiles`
+    "clintox": BenchSet("clintox_dmpnn"),
+    "tox21": BenchSet("tox21_dmpnn"),
+    "sider": BenchSet("sider_dmpnn"),
+    "hiv": BenchSet("hiv_dmpnn"),
+    "esol": BenchSet("esol_dmpnn", regression=True),
+    "lipophilicity": BenchSet("lipophilicity_dmpnn", regression=True),
+    "lipophilicity_small": BenchSet("lipophilicity_dmpnn", regression=True, drawn=True),
 }
+DEFAULT_RUNS = {False: ["chemprop_loss", "chemprop_roc", "ddpx1", "ddpx2"], True: ["chemprop_loss", "ddpx1", "ddpx2"]}
 
 
 def parse_args() -> argparse.Namespace:
@@ -85,16 +112,27 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--set", choices=list(SETS), default="bbbp", help="the MoleculeNet set (its <set>_dmpnn recipe)"
     )
-    parser.add_argument("--data", type=Path, required=True, help="its CSV file (dataset.path)")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        required=True,
+        help="its CSV file (dataset.path); for lipophilicity_small, Lipophilicity.csv, the file it is drawn from",
+    )
+    parser.add_argument(
+        "--small-out",
+        type=Path,
+        help="lipophilicity_small: keep a copy of the drawn file here (it is drawn anew each run)",
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--epochs", type=int, default=50)
     parser.add_argument(
         "--runs",
         nargs="+",
-        default=["chemprop_loss", "chemprop_roc", "ddpx1", "ddpx2"],
         choices=list(LABELS),
-        help="ddpxN: N ranks, the epoch of the best dev ROC-AUC (ddpx's "
-        "default); ddpxN_loss: of the lowest dev loss (train.select_by=loss, Chemprop's default)",
+        help="ddpxN: N ranks, the epoch of the best dev metric (ddpx's default); ddpxN_loss: of the "
+        "lowest dev loss (train.select_by=loss, Chemprop's default); chemprop_roc (classification) and "
+        "chemprop_rmse (regression): Chemprop selecting by the metric. Default: "
+        f"{' '.join(DEFAULT_RUNS[False])} (classification), {' '.join(DEFAULT_RUNS[True])} (regression)",
     )
     parser.add_argument(
         "--alternate",
@@ -116,6 +154,10 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--profile-dir", type=Path, help="where each run's operator table goes (with --profile-steps)")
     args = parser.parse_args()
+    regression = SETS[args.set].regression
+    args.runs = args.runs or DEFAULT_RUNS[regression]
+    if ("chemprop_rmse" if not regression else "chemprop_roc") in args.runs:
+        parser.error("chemprop_roc is for a classification set, chemprop_rmse for a regression set")
     if bool(args.profile_steps) != bool(args.profile_dir):
         parser.error("--profile-steps and --profile-dir go together")
     if args.epochs <= 2 and any(run.startswith("chemprop") for run in args.runs):
@@ -125,49 +167,65 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def launch(run: str, seed: int, args: argparse.Namespace, folder: Path, inputs: tuple, train_size: int) -> Launch:
-    """One run of a seed, ready to start (``inputs``: what :func:`write_chemprop_inputs` returned)."""
-    recipe, overrides = SETS[args.set]
+def launch(
+    run: str, seed: int, args: argparse.Namespace, data: Path, folder: Path, inputs: tuple, train_size: int
+) -> Launch:
+    """One run of a seed, ready to start (``data``: the CSV file ddpx reads; ``inputs``: what
+    :func:`write_chemprop_inputs` returned)."""
+    bench = SETS[args.set]
     names, heldout_smiles, heldout_targets = inputs
     if run.startswith("chemprop"):
-        tracking = "val_loss" if run == "chemprop_loss" else "roc"
         return run_chemprop(
             folder,
             names,
             (heldout_smiles, heldout_targets),
             seed,
-            tracking,
+            "val_loss" if run == "chemprop_loss" else run.removeprefix("chemprop_"),
             args.epochs,
             args.profile_steps,
             args.profile_dir,
+            bench.regression,
         )
     return run_ddpx(
         run,
-        recipe,
-        args.data,
-        overrides,
+        bench.recipe,
+        data,
+        bench.overrides,
         seed,
         args.epochs,
         folder,
         train_size,
         args.profile_steps,
         args.profile_dir,
+        (names, heldout_targets) if bench.regression else None,
     )
 
 
-def measure(args: argparse.Namespace) -> tuple[dict[str, list[dict]], int]:
-    """Every seed's runs, one after the other or in lockstep: each run's results, seed by seed, and
-    the number of held-out molecules."""
-    recipe, overrides = SETS[args.set]
+def input_file(args: argparse.Namespace, folder: Path) -> tuple[Path, str]:
+    """The CSV file both read, and how the table names it: ``--data``, or for the small set the
+    molecules drawn from it (written in ``folder``, and copied to ``--small-out``)."""
+    if not SETS[args.set].drawn:
+        return args.data, args.data.name
+    data = draw_small_set(args.data, folder / "lipophilicity_small.csv")
+    if args.small_out:
+        draw_small_set(args.data, args.small_out)
+    return data, f"{SMALL_SIZE} molecules drawn from {args.data.name} with seed {SMALL_SEED}, md5 {md5(data)}"
+
+
+def measure(args: argparse.Namespace) -> tuple[dict[str, list[dict]], int, str]:
+    """Every seed's runs, one after the other or in lockstep: each run's results, seed by seed, the
+    number of held-out molecules and the data file's name."""
+    bench = SETS[args.set]
     results: dict[str, list[dict]] = {run: [] for run in args.runs}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        inputs = write_chemprop_inputs(recipe, args.data, overrides, folder)
+        data, named = input_file(args, folder)
+        inputs = write_chemprop_inputs(bench.recipe, data, bench.overrides, folder)
         train_size = len(json.loads((folder / "splits.json").read_text())[0]["train"])
         for turn, seed in enumerate(args.seeds):
             launches = {}
             for run in run_order(args.runs, turn, args.alternate):
-                launches[run] = launch(run, seed, args, folder, inputs, train_size)
+                launches[run] = launch(run, seed, args, data, folder, inputs, train_size)
                 if not args.lockstep:  # one after the other: each builds its command as its turn comes
                     results[run].append(run_alone(run, launches.pop(run)))
                     print(f"seed {seed} {run}: {json.dumps(results[run][-1])}", file=sys.stderr, flush=True)
@@ -175,15 +233,16 @@ def measure(args: argparse.Namespace) -> tuple[dict[str, list[dict]], int]:
                 for run, result in run_in_lockstep(launches, folder).items():
                     results[run].append(result)
                     print(f"seed {seed} {run}: {json.dumps(result)}", file=sys.stderr, flush=True)
-    return results, len(inputs[1])
+    return results, len(inputs[1]), named
 
 
 def main() -> None:
     args = parse_args()
-    recipe, _ = SETS[args.set]
-    labels = {run: label.format(recipe=recipe) for run, label in LABELS.items()}
-    results, heldout = measure(args)
-    print_tables(args, labels, results, heldout)
+    bench = SETS[args.set]
+    metric, best = ("RMSE", "lowest") if bench.regression else ("ROC-AUC", "highest")
+    labels = {run: label.format(recipe=bench.recipe, metric=metric, best=best) for run, label in LABELS.items()}
+    results, heldout, named = measure(args)
+    print_tables(args, labels, results, heldout, named)
 
 
 if __name__ == "__main__":

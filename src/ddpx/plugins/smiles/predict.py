@@ -86,7 +86,9 @@ def predict_table(model: torch.nn.Module, info, table):
         )
     out = table[[SMILES_COLUMN]].copy()
     smiles = ["" if s != s or s is None else str(s) for s in table[SMILES_COLUMN]]  # an empty cell reads NaN
-    problems = [unreadable(info, s) for s in smiles]
+    tokens_read = info.get("inputs") not in ("molecule_graph", "molecule_features")
+    parsed = (rdkit_parses(smiles) if tokens_read else None) or [True] * len(smiles)  # all at once, not per row
+    problems = [unreadable(info, s, p) for s, p in zip(smiles, parsed)]
     kept = [i for i, problem in enumerate(problems) if not problem]
     regression, classes = info.get("task_type") == "regression", info.get("classes") or []
     labels = info.get("labels") or [""]
@@ -142,8 +144,9 @@ def _answer_columns(out, values: list, labels: list[str], words: dict, column: s
             out[f"predicted{suffix}"] = ["" if p != p else words[name][int(p >= 0.5)] for p in scores]
 
 
-def unreadable(info, smiles: str) -> str:
-    """Why the model cannot read ``smiles`` ("" when it can)."""
+def unreadable(info, smiles: str, rdkit_parsed: bool = True) -> str:
+    """Why the model cannot read ``smiles`` ("" when it can); ``rdkit_parsed``: whether RDKit parses
+    it, for a token model (True without RDKit)."""
     if not smiles.strip():
         return "an empty SMILES"
     if info.get("inputs") in ("molecule_graph", "molecule_features"):
@@ -158,7 +161,7 @@ def unreadable(info, smiles: str) -> str:
         return "characters the SMILES tokenizer cannot represent"
     # the BiLSTM left molecules RDKit cannot parse out of its training as every family does: it
     # leaves them unanswered too (without RDKit it kept every row, and answers every row)
-    return "RDKit cannot parse this SMILES" if rdkit_parses([smiles]) == [False] else ""
+    return "" if rdkit_parsed else "RDKit cannot parse this SMILES"
 
 
 @torch.no_grad()

@@ -26,6 +26,7 @@ ROWS = [
     "ResNet-18 step traced: ddpx against the plain loop",
     "bbbp_rnn: molecules/s",
     "bbbp_dmpnn: molecules/s",
+    "moses_pretrain_dmpnn: one epoch",
 ]
 
 
@@ -55,6 +56,9 @@ def test_the_dry_run_runs_every_check_on_the_cpu_and_fails_none(tmp_path):
         )
     )
     assert rows["bbbp_rnn: molecules/s"][2] == "PASS"
+    pretrained = rows["moses_pretrain_dmpnn: one epoch"]  # prepared on CPU ranks, then one epoch from the caches
+    assert re.match(r"[\d.]+ s for 160 molecules \([\d,]+ molecules/s in training\); all 1,584,663", pretrained[1])
+    assert pretrained[2] == "INFO" and "prepared in" in pretrained[3] and "projected" in pretrained[3], pretrained
     traced = rows["ResNet-18 step traced: ddpx against the plain loop"]
     assert re.fullmatch(r"host [\d.]+ vs [\d.]+ ms per step", traced[1]) and traced[2] == "INFO"  # no device: no GPU
     assert "imagenet stem" in traced[3]

@@ -26,7 +26,9 @@ or, for the throughput ratio, beside a plain PyTorch loop in this process:
 - **a step, traced**: ``torch.profiler`` over 20 steps of ddpx (``train.profile_steps``) and of the
   plain loop (the CIFAR stem, channels-last): the host's and the device's milliseconds per step,
   shown, not judged; ``--out DIR`` keeps both operator tables (``ddpx_ops.txt``, ``plain_ops.txt``);
-- **molecules/s**: ``bbbp_rnn`` and ``bbbp_dmpnn`` training throughput on the GPU against the CPU.
+- **molecules/s**: ``bbbp_rnn`` and ``bbbp_dmpnn`` training throughput on the GPU against the CPU;
+- **one pretraining epoch**: ``moses_pretrain_dmpnn`` on 200 000 MOSES molecules (graphs and targets
+  prepared by CPU ranks first), one epoch on one GPU rank, and that rate carried to all of MOSES.
 
 ``--dry`` runs every row on the CPU with tiny sizes (gloo), so the script keeps working between
 GPU sessions; rows that need a GPU say "dry: CPU", and rows whose data is absent say so. Of the
@@ -52,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run by path: `be
 
 from benchmarks.gpu_check.data_checks import fast_path_sync, mnist, molecules
 from benchmarks.gpu_check.device_checks import backend_and_devices, gpu_against_cpu, precision
+from benchmarks.gpu_check.pretraining_check import pretraining
 from benchmarks.gpu_check.resnet_checks import resnet_profile, resnet_throughput
 from benchmarks.gpu_check.runs import Row, Runs
 
@@ -64,6 +67,7 @@ CHECKS = (  # in the table's order; --only names them
     resnet_throughput,
     resnet_profile,
     molecules,
+    pretraining,
 )
 
 
@@ -82,7 +86,7 @@ def main() -> int:
         type=lambda text: text.split(","),
         metavar="CHECKS",
         help="run these checks alone, comma-separated: backend_and_devices, gpu_against_cpu, precision, "
-        "mnist, fast_path_sync, resnet_throughput, resnet_profile, molecules",
+        "mnist, fast_path_sync, resnet_throughput, resnet_profile, molecules, pretraining",
     )
     parser.add_argument("--out", type=Path, help="a folder for the files a check leaves (the step profiles' tables)")
     args = parser.parse_args()

@@ -71,7 +71,10 @@ def ddpx(
             f"{recipe} exited {done.returncode}: {(done.stderr or done.stdout).strip().splitlines()[-1:]}"
         )
     (run_dir,) = set((workdir / "ddpx-runs").glob("*")) - before
-    epochs = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    metrics = run_dir / "metrics.jsonl"  # none where the run trained no epoch (train.max_epochs=0)
+    epochs = (
+        [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()] if metrics.is_file() else []
+    )
     devices = [json.loads(p.read_text()) for p in sorted(probe.glob("rank-*.json"))]
     return Run(json.loads((run_dir / "summary.json").read_text()), epochs, wall, devices, run_dir)
 

@@ -43,7 +43,8 @@ def moses_file(runs: Runs) -> Path:
 
 
 def prepare_ranks(runs: Runs) -> int:
-    return 2 if runs.dry else max(1, min(16, (os.cpu_count() or 2) - 1))
+    cores = max(1, (os.cpu_count() or 2) - 1)  # a power of two: the recipe's global batch splits evenly
+    return 2 if runs.dry else 1 << min(4, cores.bit_length() - 1)
 
 
 def pretraining(runs: Runs) -> Iterator[Row]:

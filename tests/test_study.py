@@ -104,19 +104,19 @@ def test_a_bad_key_in_any_run_is_an_error_before_anything_starts(ddpx_here, tmp_
     assert not (tmp_path / "ddpx-runs").exists()
 
 
-def environment() -> dict[str, str]:
-    env = {**os.environ, "DDPX_LOG_MODEL": "false", "DDPX_SYSTEM_METRICS": "false", "COLUMNS": "200"}
+def environment(**extra: str) -> dict[str, str]:
+    env = {**os.environ, "DDPX_LOG_MODEL": "false", "DDPX_SYSTEM_METRICS": "false", "COLUMNS": "200", **extra}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TEST_PLUGINS), env.get("PYTHONPATH")]))
     return env
 
 
-def run_study(folder: Path, tracking_uri: str, experiment: str, stop_after: int | None = None):
+def run_study(folder: Path, tracking_uri: str, experiment: str, stop_after: int | None = None, **env: str):
     """``ddpx study run`` in ``folder``; with ``stop_after`` N, SIGTERM (``kill``; Ctrl-C does the same,
     where a shell has not made the process ignore it) once N runs have ended."""
     args = [sys.executable, "-m", "ddpx", "study", "run", "s.toml", "--tracking-uri", tracking_uri]
     args += ["--experiment", experiment]
     process = subprocess.Popen(
-        args, cwd=folder, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        args, cwd=folder, env=environment(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     lines, ended = [], 0
     for line in process.stdout:
@@ -138,10 +138,17 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
     finished = [line for line in out.splitlines() if line.startswith("ddpx: run ") and "FAILED" not in line]
     assert len(finished) == 3
 
+    crash = {"DDPX_PLUGINS": "ddpx_testplug_failing", "DDPX_TEST_FAIL_ONCE": str(tmp_path / "crashed")}
+    status, out, err = run_study(tmp_path, tracking_uri, experiment, **crash)  # the next run crashes, once
+    assert "3 finished earlier, 5 to run" in out  # the three finished runs are not run again
+    assert status == 1 and "1 run(s) of the study failed: " in err and "Traceback" not in err, err
+    assert "--choose-with-failures" in err and "chose" not in out  # a failed run holds the choice back
+    [folder] = (tmp_path / "ddpx-runs" / "studies").glob("two_sets-*")
+    assert not (folder / "choice.json").exists()
+
     status, out, err = run_study(tmp_path, tracking_uri, experiment)
     assert status == 0, err
-    assert "3 finished earlier, 5 to run" in out  # the three finished runs are not run again
-    [folder] = (tmp_path / "ddpx-runs" / "studies").glob("two_sets-*")
+    assert "7 finished earlier, 1 to run" in out  # only the failed run runs again
     events = [e["event"] for e in _events(folder)]
     assert events.index("choice recorded") < events.index("choice recorded on the parent run")
     assert events.index("choice recorded on the parent run") < events.index("heldout read")
@@ -153,7 +160,7 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
     choice = json.loads((folder / "choice.json").read_text())
     assert parent.data.tags["ddpx.study.choice.easy"] == choice["easy"]["chosen"]
     nested = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
-    # the stopped study's parent run went on: every finished run of both attempts is nested under it
+    # the stopped study's parent run went on: every finished run of the three attempts is nested under it
     assert (
         sum(r.info.status == "FINISHED" for r in nested) == 8
         and parent.data.params["study.digest"] == read_study(tmp_path / "s.toml").digest

@@ -34,9 +34,14 @@ def register_tasks(register):
 
 @hookimpl
 def ddpx_epoch_end(context, epoch, metrics):
-    """With DDPX_TEST_FAIL_AT_EPOCH=N, rank 1 crashes at the end of epoch N (mid-training)."""
+    """With DDPX_TEST_FAIL_AT_EPOCH=N, rank 1 crashes at the end of epoch N (mid-training); with
+    DDPX_TEST_FAIL_ONCE=FILE, rank 1 of the first run to end an epoch crashes, once: it leaves FILE."""
     if context.rank == 1 and str(epoch) == os.environ.get("DDPX_TEST_FAIL_AT_EPOCH"):
         raise RuntimeError(f"deliberate crash on rank 1 after epoch {epoch}")
+    once = os.environ.get("DDPX_TEST_FAIL_ONCE")
+    if context.rank == 1 and once and not os.path.exists(once):
+        open(once, "w").close()
+        raise RuntimeError(f"deliberate crash on rank 1 after epoch {epoch}, once")
 
 
 class SlowAtFailingEpoch(MlflowTracker):

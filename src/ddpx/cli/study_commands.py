@@ -60,12 +60,18 @@ def study_group() -> None:
     help="Run P runs at once, each on its own share of this machine's CPU cores (and GPUs); auto: as many "
     "as the machine affords, a core (or a GPU) per rank (one at a time under a scheduler such as Slurm).",
 )
-def study_run_command(file, dry_run, parallel, **values) -> None:
+@click.option(
+    "--choose-with-failures",
+    is_flag=True,
+    help="Choose even where runs failed, among the candidates whose every seed finished (by default the "
+    "choice waits, and the same command reruns what failed).",
+)
+def study_run_command(file, dry_run, parallel, choose_with_failures, **values) -> None:
     """Run every (set, candidate, seed) of the study FILE not yet finished, then choose per set on dev."""
     from ddpx.cli.run_commands import at_once, trial_slots
     from ddpx.cli.study_report import print_choice, print_run, print_table
     from ddpx.config.study_file import read_study
-    from ddpx.launch.study import plan_study, run_study
+    from ddpx.launch.study import StudyUnfinished, plan_study, run_study
 
     registry = registry_with_warnings()
     spec = read_study(file)
@@ -83,8 +89,15 @@ def study_run_command(file, dry_run, parallel, **values) -> None:
         return
     try:
         recorded = run_study(
-            registry, study, report=print_run, warn=lambda text: click.echo(f"Warning: {text}", err=True), slots=slots
+            registry,
+            study,
+            report=print_run,
+            warn=lambda text: click.echo(f"Warning: {text}", err=True),
+            slots=slots,
+            choose_with_failures=choose_with_failures,
         )
+    except StudyUnfinished as exc:
+        raise JobFailed(unfinished_message(exc.trials, file)) from None
     except (JobFailed, KeyboardInterrupt) as exc:
         if isinstance(exc, JobFailed) and exc.exit_code != 130:
             raise
@@ -95,6 +108,18 @@ def study_run_command(file, dry_run, parallel, **values) -> None:
         ) from None
     print_choice(recorded)
     print_table(study, recorded)
+
+
+def unfinished_message(trials, file) -> str:
+    named = "; ".join(f"{t.label} ({t.job.run_dir.path})" for t in trials[:5])
+    more = f"; and {len(trials) - 5} more" if len(trials) > 5 else ""
+    return (
+        f"{len(trials)} run(s) of the study failed: {named}{more}. The choice per set waits until every "
+        "declared run has finished, because it is made once and kept: a run that failed once (a crash, a "
+        "killed process, a full disk) must not leave its candidate out for good. Run the same command again "
+        f"to rerun only those (each folder's log says why it failed): ddpx study run {file}; or add "
+        "--choose-with-failures to choose now among the candidates whose every seed finished."
+    )
 
 
 @study_group.command("report", epilog=STUDY_EPILOG)

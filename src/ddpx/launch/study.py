@@ -70,6 +70,14 @@ class Study:
         return [t.reused for t in self.trials if t.reused is not None]
 
 
+class StudyUnfinished(Exception):
+    """Runs of the study failed, so its choice was not made; ``trials``: those runs."""
+
+    def __init__(self, trials: list[StudyTrial]):
+        super().__init__(f"{len(trials)} run(s) failed")
+        self.trials = trials
+
+
 def plan_study(registry: Registry, spec: StudySpec, settings: LaunchSettings) -> Study:
     """Resolve and plan every run; any mistake is raised before anything starts."""
     code = code_version()
@@ -147,8 +155,13 @@ def run_study(
     report: Callable[[StudyTrial], None],
     warn: Callable[[str], None],
     slots: list[Slot] | None = None,
+    choose_with_failures: bool = False,
 ) -> RecordedChoice:
-    """Run what is not finished yet, under one parent run; then choose on dev and record the choice."""
+    """Run what is not finished yet, under one parent run; then choose on dev and record the choice.
+    A run that failed holds the choice back (:class:`StudyUnfinished`): the choice is made once and
+    kept, so a run that failed once must not leave its candidate out of it for good; the same command
+    reruns what failed. ``choose_with_failures`` chooses anyway, among the candidates whose every
+    seed finished."""
     parent = open_parent(registry, study, warn)
 
     def ended(trial: StudyTrial) -> None:
@@ -173,8 +186,11 @@ def run_study(
     except BaseException as exc:
         parent.finish("KILLED", error=f"the study was stopped: {exc}; the same command goes on where it stopped")
         raise
-    recorded = record_choice(study, parent)
     failed = [t for t in study.trials if t.reused is None]
+    if failed and not choose_with_failures and not (study.folder.path / "choice.json").is_file():
+        parent.finish("FAILED", error=f"{len(failed)} run(s) failed: the choice waits until every run has finished")
+        raise StudyUnfinished(failed)
+    recorded = record_choice(study, parent)
     parent.finish("FAILED" if failed else "FINISHED", error=f"{len(failed)} run(s) failed" if failed else None)
     return recorded
 

@@ -1,4 +1,4 @@
-"""Held-out quality of the SMILES recipes on real MoleculeNet files, over seeds, for docs/results.md.
+"""Held-out quality of the SMILES recipes on real MoleculeNet files, over seeds, for benchmarks/measurements.md.
 
 One recipe:
 

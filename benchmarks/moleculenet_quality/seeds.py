@@ -17,7 +17,7 @@ SETS = {
     "bbbp": (["BBBP.csv"], []),
     "bace": (["bace.csv"], ["dataset.smiles_column=smiles"]),  # the shared copy names the column `smiles`
     # ClinTox's file writes most approved drugs in charged, differently ordered SMILES: canonicalised,
-    # a string model reads the molecule, not the writing (docs/results.md, ClinTox)
+    # a string model reads the molecule, not the writing (benchmarks/measurements.md, ClinTox)
     "clintox": (["clintox.csv", "clintox.csv.gz"], ["dataset.canonicalize=true"]),
     "tox21": (["tox21.csv", "tox21.csv.gz"], []),
     "sider": (["sider.csv", "sider.csv.gz"], []),

@@ -1,5 +1,5 @@
 """ddpx's ``dmpnn`` beside Chemprop itself: the same split, the same settings, held-out ROC-AUC
-and time, over seeds, as a Markdown table (docs/results.md, docs/performance.md).
+and time, over seeds, as a Markdown table (benchmarks/measurements.md, docs/performance.md).
 
     python benchmarks/vs_chemprop/run.py --set bbbp --data ../shared/data/bbbp/BBBP.csv
     python benchmarks/vs_chemprop/run.py --set bace --data ../shared/data/moleculenet/bace.csv --seeds 0

@@ -3,8 +3,10 @@ every rank, recorded as one MLflow run and exported as one model that answers wi
 mean and their spread. On real ranks: a 3-member BiLSTM classifier on 2 ranks whose held-out
 predictions file, ``ddpx predict`` (its model folder and its MLflow run) and metrics are its
 members' — each read here from its own ``best.pt`` — averaged in this process; a 2-member features
-regression model whose mean and spread are in the file's units. A bad ensemble size is refused
-before anything starts."""
+regression model whose mean and spread are in the file's units, whose spread squared is its
+variance, z-scaled on dev and answered by ``ddpx predict --coverage`` as a variance head's is; a
+2-member ensemble of variance heads that answers their total variance. A bad ensemble size is
+refused before anything starts, and z-scaling of a model without a variance before launch."""
 
 from __future__ import annotations
 

@@ -45,7 +45,8 @@ TRAIN_PARAMS: dict[str, Param] = {
         1,
         "train this many models that differ only by seed (member i: initial weights and shuffling from "
         "train.seed + i; the splits from train.seed), one after another on all ranks, each kept at its best "
-        "dev epoch; the run's model answers with their mean and its spread across members (1: one model)",
+        "dev epoch; the run's model answers with their mean and its spread across members, a regression's "
+        "spread squared as its variance (1: one model)",
         minimum=1,
     ),
     "select_by": Param(
@@ -158,7 +159,7 @@ def check_calibration(method: str, loss: str, ensemble_size: int = 1) -> None:
         raise UserError(
             f"train.calibration={method} calibrates the probabilities of 0/1 labels, and this run's loss "
             f"'{loss}' trains a {kind} model. Use train.calibration=zscaling for a regression model that "
-            "predicts a variance (model.uncertainty=mve), or train.calibration=none."
+            "predicts a variance (model.uncertainty=mve, or an ensemble), or train.calibration=none."
         )
     if method == "zscaling" and not has_variance(ensemble_answer_loss(loss) if ensemble_size > 1 else loss):
         raise UserError(

@@ -380,20 +380,9 @@ CASES = {
         "calibrates the probabilities of 0/1 labels, and this run's loss 'mse' trains a regression model",
         files=_write("logs.csv", MEASURED),
     ),
-    "ensemble of variance heads": Case(
-        [
-            *OWN_CSV,
-            "dataset.path=logs.csv",
-            "dataset.task_type=regression",
-            "model.uncertainty=mve",
-            "train.ensemble_size=2",
-        ],
-        "Set model.uncertainty=none (the members' spread is then the ensemble's uncertainty)",
-        files=_write("logs.csv", MEASURED),
-    ),
     "z-scaling without a variance": Case(
         [*OWN_CSV, "dataset.path=logs.csv", "dataset.task_type=regression", "train.calibration=zscaling"],
-        "Add model.uncertainty=mve (a variance head) for a regression task",
+        "Add model.uncertainty=mve (a variance head) for a regression task, or train an ensemble of it",
         files=_write("logs.csv", MEASURED),
     ),
     # a batch system that refuses the job: nothing submitted, nothing recorded

@@ -32,7 +32,9 @@ tasks. The output is INPUT's rows with the model's answers (a `probability` of
 label 1; a `predicted` class and its `probability`; a `prediction`, and its
 `variance` from a model with a variance head), as CSV. An ensemble's model
 (train.ensemble_size) answers with its members' mean and adds `ensemble_spread`:
-the standard deviation of each answer across its members, in the answer's units.
+the standard deviation of each answer across its members, in the answer's units;
+a regression ensemble's `variance` is its spread squared (z-scaled, with
+train.calibration=zscaling), read as a variance head's is.
 --coverage 0.9 adds `lower` and `upper` (a regression) or `set` (0/1 labels).
 """
 

@@ -101,7 +101,7 @@ def task_of(registry: Registry, config: Mapping[str, Any]) -> TaskSpec:
     """The recipe's task with the loss its dataset and model keys give, and ``train.calibration``
     checked against it."""
     task = registry.task_of(config)
-    check_calibration(config["train"]["calibration"], task.loss)
+    check_calibration(config["train"]["calibration"], task.loss, config["train"]["ensemble_size"])
     return task
 
 

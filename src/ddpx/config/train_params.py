@@ -7,7 +7,7 @@ Tasks and models declare their own ``dataset.*`` and ``model.*`` keys the same w
 from __future__ import annotations
 
 from ddpx.contract.errors import UserError
-from ddpx.contract.outputs import has_variance, kind_of
+from ddpx.contract.outputs import ensemble_answer_loss, has_variance, kind_of
 from ddpx.contract.records import Param
 
 CALIBRATIONS = ("none", "platt", "isotonic", "zscaling")
@@ -45,7 +45,8 @@ TRAIN_PARAMS: dict[str, Param] = {
         1,
         "train this many models that differ only by seed (member i: initial weights and shuffling from "
         "train.seed + i; the splits from train.seed), one after another on all ranks, each kept at its best "
-        "dev epoch; the run's model answers with their mean and its spread across members (1: one model)",
+        "dev epoch; the run's model answers with their mean and its spread across members, a regression's "
+        "spread squared as its variance (1: one model)",
         minimum=1,
     ),
     "select_by": Param(
@@ -60,7 +61,7 @@ TRAIN_PARAMS: dict[str, Param] = {
         "none",
         "a calibrator fitted on the dev split after training and saved with the model: platt or isotonic "
         "for the probabilities of 0/1 labels, zscaling for a regression model's variance (model.uncertainty=mve or "
-        "evidential); "
+        "evidential, or a regression ensemble's, train.ensemble_size above 1: its members' spread squared); "
         "none: the model's own answers (the conformal intervals and sets are fitted on dev either way)",
         choices=CALIBRATIONS,
     ),
@@ -149,18 +150,21 @@ META_PARAMS: dict[str, Param] = {
 }
 
 
-def check_calibration(method: str, loss: str) -> None:
-    """``train.calibration`` fits what the run's loss makes the model answer."""
+def check_calibration(method: str, loss: str, ensemble_size: int = 1) -> None:
+    """``train.calibration`` fits what the run's model answers: what its loss makes one model
+    answer, or what an ensemble of ``ensemble_size`` such members answers (a regression's with a
+    variance: :func:`~ddpx.contract.outputs.ensemble_answer_loss`)."""
     kind = kind_of(loss)
     if method in ("platt", "isotonic") and kind != "binary":
         raise UserError(
             f"train.calibration={method} calibrates the probabilities of 0/1 labels, and this run's loss "
             f"'{loss}' trains a {kind} model. Use train.calibration=zscaling for a regression model that "
-            "predicts a variance (model.uncertainty=mve), or train.calibration=none."
+            "predicts a variance (model.uncertainty=mve, or an ensemble), or train.calibration=none."
         )
-    if method == "zscaling" and not has_variance(loss):
+    if method == "zscaling" and not has_variance(ensemble_answer_loss(loss) if ensemble_size > 1 else loss):
         raise UserError(
             f"train.calibration=zscaling scales a predicted variance, and this run's loss '{loss}' trains "
             "a model that predicts none. Add model.uncertainty=mve (a variance head) for a regression task, "
-            "use train.calibration=platt or isotonic for 0/1 labels, or train.calibration=none."
+            "or train an ensemble of it (train.ensemble_size=5, say: its members' spread squared is its "
+            "variance); use train.calibration=platt or isotonic for 0/1 labels, or train.calibration=none."
         )

@@ -7,6 +7,10 @@ a last axis of two, ``(mean, variance)``: ``(N, 2)`` for one target, ``(N, T, 2)
 both in the targets' units (an evidential model's total variance). Every other loss's outputs are
 point predictions (logits of a classifier, values of a regression). These functions take numpy
 arrays and torch tensors alike.
+
+An ensemble (``train.ensemble_size`` above 1) of plain regression members answers in the same
+layout, ``(mean, variance)``, its variance their spread squared: it is read as a ``gaussian_nll``
+model's outputs (:func:`ensemble_answer_loss`).
 """
 
 from __future__ import annotations
@@ -30,6 +34,14 @@ def point_of(outputs: Any, loss: str) -> Any:
 def variance_of(outputs: Any, loss: str) -> Any:
     """The predicted variance in ``outputs`` (the targets' units squared), or ``None``."""
     return outputs[..., 1] if has_variance(loss) else None
+
+
+def ensemble_answer_loss(loss: str) -> str:
+    """The loss whose outputs' form an ensemble of members trained with ``loss`` answers in: a
+    regression ensemble of plain members (``mse``) answers its mean and its spread squared as a
+    variance, as a variance head does (``gaussian_nll``); any other ensemble answers in its
+    members' form (members with a variance head: their mean and total variance)."""
+    return "gaussian_nll" if loss == "mse" else loss
 
 
 def kind_of(loss: str) -> str:

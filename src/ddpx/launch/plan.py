@@ -118,16 +118,10 @@ def check_ensemble(recipe: Recipe) -> None:
     from ddpx.records.ensemble_columns import COMBINED
 
     if recipe.train["ensemble_size"] > 1 and recipe.task.loss not in COMBINED:
-        chosen = recipe.config["model"].get("uncertainty", "none") != "none"  # a variance head's loss
         raise UserError(
             f"train.ensemble_size={recipe.train['ensemble_size']} averages its members' answers, which it can do "
             f"for the losses {', '.join(COMBINED)}; task '{recipe.task.name}' trains with '{recipe.task.loss}'. "
-            + (
-                "Set model.uncertainty=none (the members' spread is then the ensemble's uncertainty), or "
-                "train.ensemble_size=1."
-                if chosen
-                else "Set train.ensemble_size=1."
-            )
+            "Set train.ensemble_size=1."
         )
 
 

@@ -1,12 +1,15 @@
 """What an ensemble answers with, named without importing torch: the losses whose outputs it
 averages (checked before launch) and its spread's columns (the reports and the table predictor).
-How it averages: :mod:`ddpx.records.ensemble`."""
+How it averages: :mod:`ddpx.records.ensemble`; the form of its answers:
+:func:`ddpx.contract.outputs.ensemble_answer_loss`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-COMBINED = ("bce_with_logits", "cross_entropy", "mse")
+from ddpx.contract.outputs import VARIANCE_LOSSES
+
+COMBINED = ("bce_with_logits", "cross_entropy", "mse", *VARIANCE_LOSSES)
 SPREAD_COLUMN = "ensemble_spread"
 
 

@@ -14,7 +14,9 @@ An ensemble (``train.ensemble_size=K``) is one model too: ``member_<i>_state_dic
 member instead of ``state_dict.pt``, and ``model.json`` names them with the loss their outputs are
 combined by (``"ensemble"``). It loads as an :class:`~ddpx.records.ensemble.EnsembleModel`, and
 its table predictor answers with the members' mean and adds their spread
-(:data:`~ddpx.records.ensemble_columns.SPREAD_COLUMN`, ``ensemble_spread_<label>`` for several labels).
+(:data:`~ddpx.records.ensemble_columns.SPREAD_COLUMN`, ``ensemble_spread_<label>`` for several labels);
+a regression ensemble answers a variance too, as a variance head's model does (its members' spread
+squared, z-scaled by its calibrator), and its ``calibration.json`` reads it so.
 
 :func:`load_model` rebuilds the module from such a folder (downloaded from MLflow, say)::
 

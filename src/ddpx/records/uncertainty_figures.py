@@ -88,17 +88,13 @@ def reliability_png(record: UncertaintyRecord, outputs: np.ndarray, targets: np.
     return save_figure(fig, path)
 
 
-def error_vs_uncertainty_png(
-    record: UncertaintyRecord, outputs: np.ndarray, targets: np.ndarray, path: Path, variance: np.ndarray | None
-) -> Path:
-    """Against the answered variance's standard deviation, or the square root of ``variance`` (an
-    ensemble's spread) with the interval's one half-width for all."""
+def error_vs_uncertainty_png(record: UncertaintyRecord, outputs: np.ndarray, targets: np.ndarray, path: Path) -> Path:
+    """Against the answered variance's standard deviation, with the interval's half-width."""
     calibration = record.calibration
     answered = calibration.answer(outputs)
     targets = as_table(targets)
     error = np.abs(as_table(point_of(answered, calibration.loss)) - targets)
-    normalized = calibration.normalized
-    std = np.sqrt(as_table(variance_of(answered, calibration.loss) if normalized else variance))
+    std = np.sqrt(as_table(variance_of(answered, calibration.loss)))
     q = calibration.thresholds(COVERAGE)
     shown = min(len(calibration.labels), MOST_CURVES)
     columns = math.ceil(math.sqrt(shown))
@@ -113,9 +109,13 @@ def error_vs_uncertainty_png(
         ax.scatter(std[present, j], error[present, j], s=8, alpha=0.6)
         if present.any() and math.isfinite(q[j]):
             top = float(std[present, j].max())
-            line, text = ([0, q[j] * top], f"{q[j]:.2f} std") if normalized else ([q[j], q[j]], f"{q[j]:.3g}")
             ax.plot(
-                [0, top], line, color="grey", linestyle="--", linewidth=1, label=f"90 % interval half-width, {text}"
+                [0, top],
+                [0, q[j] * top],
+                color="grey",
+                linestyle="--",
+                linewidth=1,
+                label=f"90 % interval half-width, {q[j]:.2f} std",
             )
             ax.legend(loc="upper left", fontsize=7)
         name = calibration.labels[j] if len(calibration.labels) > 1 else "held-out"
@@ -125,17 +125,14 @@ def error_vs_uncertainty_png(
     return save_figure(fig, path)
 
 
-def uncertainty_figures(
-    record: UncertaintyRecord, heldout, folder: Path, variance: np.ndarray | None = None
-) -> list[Path]:
+def uncertainty_figures(record: UncertaintyRecord, heldout, folder: Path) -> list[Path]:
     """The pictures a held-out result has: the reliability diagram, or the error against the
-    predicted uncertainty (its own, or ``variance``: an ensemble's spread squared); a regression
-    model without an uncertainty has neither."""
+    predicted uncertainty (a variance head's, or a regression ensemble's); a regression model
+    without an uncertainty has neither."""
     outputs, targets = heldout.outputs.double().numpy(), heldout.targets.double().numpy()
     calibration = record.calibration
     if calibration.kind != "regression":
         return [reliability_png(record, outputs, targets, folder / "heldout_reliability.png")]
-    if calibration.normalized or variance is not None:
-        path = folder / "heldout_error_vs_uncertainty.png"
-        return [error_vs_uncertainty_png(record, outputs, targets, path, variance)]
+    if calibration.normalized:
+        return [error_vs_uncertainty_png(record, outputs, targets, folder / "heldout_error_vs_uncertainty.png")]
     return []

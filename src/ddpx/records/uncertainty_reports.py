@@ -11,7 +11,8 @@ them), the mean over targets or labels (and each one's, ``<name>/<label>``, when
   number of classes);
 - classification: ``heldout_nll`` (log loss) and ``heldout_ece`` (expected calibration error, 10
   equal-width bins: :mod:`ddpx.records.uncertainty_metrics`);
-- regression with a predicted variance (a variance head's, or an ensemble's spread squared):
+- regression with a predicted variance (a variance head's, or a regression ensemble's: its
+  members' spread squared, or their total variance, :mod:`ddpx.records.ensemble`):
   ``heldout_nll`` (Gaussian), ``heldout_miscalibration_area``, ``heldout_ence`` and
   ``heldout_spearman`` (predicted uncertainty against absolute error).
 
@@ -60,12 +61,9 @@ def column_names(info: Mapping[str, Any], count: int) -> list[str]:
     return labels if len(labels) == count else [str(j) for j in range(count)]
 
 
-def record_uncertainty(
-    dev: Any, heldout: Any, loss: str, info: Mapping[str, Any], method: str, variance: np.ndarray | None = None
-) -> UncertaintyRecord:
-    """Fit the calibration on ``dev`` (gathered predictions: ``outputs``, ``targets``) and measure
-    ``heldout`` with it; a regression's held-out ``variance`` from elsewhere than its outputs (an
-    ensemble's spread, squared) is measured as a predicted variance is."""
+def record_uncertainty(dev: Any, heldout: Any, loss: str, info: Mapping[str, Any], method: str) -> UncertaintyRecord:
+    """Fit the calibration on ``dev`` (gathered predictions: ``outputs``, ``targets``, in the form
+    ``loss`` gives) and measure ``heldout`` with it."""
     dev_outputs, outputs = dev.outputs.double().numpy(), heldout.outputs.double().numpy()
     targets = heldout.targets.double().numpy()
     if loss == "cross_entropy":
@@ -79,9 +77,6 @@ def record_uncertainty(
         warnings.simplefilter("ignore", RuntimeWarning)
         if calibration.kind == "regression":
             regression_metrics(record, outputs, as_table(targets))
-            if variance is not None and not calibration.normalized:
-                mean = as_table(point_of(outputs, loss))
-                variance_metrics(record, as_table(targets), mean, as_table(variance), "")
         else:
             binary_metrics(record, outputs, as_table(targets))
     return record

@@ -14,9 +14,11 @@ evaluated on the same samples. When a member has finished, rank 0 writes its bes
 weights to ``checkpoints/member_<i>/best.pt`` with its record (seed, best epoch, epochs, best dev
 values). The ensemble's answer on dev and held-out is the members' mean with its spread
 (:mod:`ddpx.records.ensemble`): its dev value is what a sweep or a study chooses on, its held-out
-value is the run's. Rank 0 writes the held-out reports (mean and spread), the model (every
-member's weights, :mod:`ddpx.records.model_export`) and, in the summary, each member's record
-with its own held-out metrics.
+value is the run's (the task's loss and metric of the mean). Rank 0 fits the calibration on the
+dev answer and writes the held-out reports (mean and spread; a regression's answered variance,
+its members' spread squared, as a variance head's), the model (every member's weights,
+:mod:`ddpx.records.model_export`) and, in the summary, each member's record with its own held-out
+metrics.
 
 A run that continues (a stop request, a restart) goes on where it stood: ``last.pt`` names the
 member it was training; the members before it are read back from their ``best.pt`` and
@@ -32,6 +34,7 @@ from typing import Any
 
 import torch
 
+from ddpx.contract.outputs import point_of
 from ddpx.contract.records import FitContext, RunSummary, TaskData
 from ddpx.contract.run_dir import RunDir
 from ddpx.rank.checkpoints.sharded import gathered
@@ -44,7 +47,7 @@ from ddpx.rank.loop.training import train_model
 from ddpx.rank.process_group.distributed import broadcast_object
 from ddpx.rank.run_context import Member, RunContext
 from ddpx.records.checkpoint_file import load_checkpoint, model_state_from, save_checkpoint
-from ddpx.records.ensemble import EnsembleModel, combine
+from ddpx.records.ensemble import EnsembleModel, answer, combine
 
 
 @dataclass
@@ -148,7 +151,7 @@ def evaluated(
     metric = run.parts.metric
     dev = evaluate(model, data.dev, keep_predictions=True, **run.evaluation)
     heldout = evaluate(model, data.heldout, keep_predictions=True, **run.evaluation)
-    by_label = per_label_metrics(heldout.predictions, metric, data.info.get("labels") or [], "heldout")
+    by_label = per_label_metrics(points(heldout.predictions, run), metric, data.info.get("labels") or [], "heldout")
     record.update(heldout=heldout.as_metrics("heldout", metric.name), by_label=broadcast_object(by_label))
     run.console.print(
         f"member {run.member.index}: heldout_{metric.name} {heldout.metric:.4f} (best dev epoch "
@@ -157,16 +160,25 @@ def evaluated(
     return MemberResult(record, model, dev.predictions, heldout.predictions, weights)
 
 
-def mean_of(outputs: list[Predictions], loss: str) -> tuple[Predictions, torch.Tensor]:
-    """The members' mean as one model's outputs (float32, as evaluated outputs are), and its spread."""
+def mean_of(outputs: list[Predictions], loss: str) -> tuple[Predictions, Predictions, torch.Tensor]:
+    """The members' mean as one model's outputs (float32, as evaluated outputs are), what the
+    ensemble answers (a regression's with its variance: :func:`~ddpx.records.ensemble.answer`), and
+    its spread."""
     mean, spread = combine(torch.stack([p.outputs for p in outputs]), loss)
-    return Predictions(outputs=mean.float(), targets=outputs[0].targets), spread.float()
+    targets = outputs[0].targets
+    return Predictions(mean.float(), targets), Predictions(answer(mean, spread, loss).float(), targets), spread.float()
+
+
+def points(predictions: Predictions | None, run: RunContext) -> Predictions | None:
+    """The point predictions in ``predictions`` (the mean of a variance head's), for the metrics."""
+    return predictions and Predictions(point_of(predictions.outputs, run.parts.task.loss), predictions.targets)
 
 
 def scored(predictions: Predictions, run: RunContext) -> tuple[float, float]:
     """(metric, mean loss) over exactly these predictions."""
     loss = loss_function(run.parts.task.loss)(predictions.outputs, predictions.targets)
-    return float(run.parts.metric.compute(predictions.targets.numpy(), predictions.outputs.numpy())), float(loss)
+    point = points(predictions, run)
+    return float(run.parts.metric.compute(point.targets.numpy(), point.outputs.numpy())), float(loss)
 
 
 def ensemble_summary(run: RunContext, data: TaskData, results: list[MemberResult], started: float) -> RunSummary:
@@ -175,13 +187,14 @@ def ensemble_summary(run: RunContext, data: TaskData, results: list[MemberResult
     metric, loss = run.parts.metric, run.parts.task.loss
     values = None
     if run.env.is_main:
-        dev, _ = mean_of([r.dev for r in results], loss)
-        heldout, spread = mean_of([r.heldout for r in results], loss)
+        dev, dev_answer, _ = mean_of([r.dev for r in results], loss)
+        heldout, heldout_answer, spread = mean_of([r.heldout for r in results], loss)
         weights = [r.weights for r in results]
-        uncertainty = write_heldout_records(run, data.info, dev, heldout, weights, spread)
-        by_label = per_label_metrics(heldout, metric, data.info.get("labels") or [], "heldout")
+        uncertainty = write_heldout_records(run, data.info, dev_answer, heldout_answer, weights, spread)
+        by_label = per_label_metrics(points(heldout, run), metric, data.info.get("labels") or [], "heldout")
         also = [run.registry.get("metrics", name) for name in run.parts.task.heldout_metrics]
-        values = (scored(dev, run), scored(heldout, run), by_label, more_metrics(heldout, also, "heldout"), uncertainty)
+        more = more_metrics(points(heldout, run), also, "heldout")
+        values = (scored(dev, run), scored(heldout, run), by_label, more, uncertainty)
     (dev_value, dev_loss), (heldout_value, heldout_loss), by_label, more, uncertainty = broadcast_object(values)
     return RunSummary(
         heldout={f"heldout_{metric.name}": heldout_value, "heldout_loss": heldout_loss, **more},

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from ddpx.contract.outputs import kind_of
+from ddpx.contract.outputs import ensemble_answer_loss
 from ddpx.rank.loop.evaluation import Predictions
 from ddpx.rank.run_context import RunContext
 from ddpx.records.model_export import write_model_files
@@ -26,16 +26,18 @@ def write_heldout_records(
     weights: Any,
     spread: torch.Tensor | None = None,
 ) -> dict[str, float]:
-    """Rank 0: the records of ``dev`` and ``heldout`` (an ensemble's: its members' mean, with the
-    held-out ``spread`` across them, whose square a regression's uncertainty metrics read as the
-    variance) and the model of ``weights`` (a state dict, or an ensemble's list of them); returns the
-    held-out uncertainty metrics."""
+    """Rank 0: the records of ``dev`` and ``heldout`` and the model of ``weights`` (a state dict, or
+    an ensemble's list of them); returns the held-out uncertainty metrics. An ensemble's (with its
+    held-out ``spread`` across members) are what it answers (:func:`ddpx.records.ensemble.answer`:
+    a regression's mean with its variance), read by the loss
+    :func:`~ddpx.contract.outputs.ensemble_answer_loss` names: its variance is calibrated and
+    measured as a variance head's."""
     folder, loss = run.run_dir.path, run.parts.task.loss
-    variance = spread.double().numpy() ** 2 if spread is not None and kind_of(loss) == "regression" else None
-    record = record_uncertainty(dev, heldout, loss, info, run.train["calibration"], variance)
+    answered = loss if spread is None else ensemble_answer_loss(loss)
+    record = record_uncertainty(dev, heldout, answered, info, run.train["calibration"])
     columns = None if spread is None else spread.numpy()
-    reports = heldout_reports(heldout, loss, info, folder / "reports", columns, record.columns)
-    for path in reports + uncertainty_figures(record, heldout, folder / "reports", variance):
+    reports = heldout_reports(heldout, answered, info, folder / "reports", columns, record.columns)
+    for path in reports + uncertainty_figures(record, heldout, folder / "reports"):
         run.log_artifact(path)
     for path in [
         *write_model_files(folder / "model", weights, run.job.config, info, loss),

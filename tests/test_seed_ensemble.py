@@ -97,7 +97,7 @@ def test_no_ensemble_where_a_file_is_missing_disagrees_or_is_of_other_samples(tm
     with pytest.raises(NoValue, match="seed 1's predictions file gives rmse 1.000000, its run 0.500000"):
         together([one, Member("seed 1", other.answers, 0.5)], "rmse")
     shifted = read_answers(predictions_file(tmp_path / "shifted.csv", header, [[1.0, 2.0], [4.0, 2.0]]))
-    with pytest.raises(NoValue, match="not of the same held-out samples"):
+    with pytest.raises(NoValue, match="the runs' held-out samples differ"):
         together([one, Member("seed 2", shifted, score(shifted, "rmse"))], "rmse")
     with pytest.raises(NoValue, match="does not exist"):
         read_answers(tmp_path / "absent.csv")

@@ -56,6 +56,9 @@ def average(answers: Sequence[HeldoutAnswers]) -> HeldoutAnswers:
 
     first = answers[0]
     if not all(first.same_samples(other) for other in answers[1:]):
-        raise NoValue("the predictions are not of the same held-out samples (their targets differ)")
+        raise NoValue(
+            "the runs' held-out samples differ (their targets do): a seed that draws the data or the split "
+            "gives each run samples of its own"
+        )
     mean, _ = combine(torch.from_numpy(np.stack([a.outputs for a in answers])), first.loss)
     return replace(first, outputs=mean.numpy())

@@ -2,6 +2,7 @@
 on dev and records the choice before any held-out value is read, and its table regenerates from
 the exported records alone."""
 
+import csv
 import json
 import os
 import signal
@@ -9,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import TEST_PLUGINS, TEST_RECIPES
 from mlflow.tracking import MlflowClient
@@ -16,9 +18,11 @@ from mlflow.tracking import MlflowClient
 from ddpx.config.study_file import read_study
 from ddpx.contract.errors import UserError
 from ddpx.records.study_records import RunRecord, StudyDir, choose
-from ddpx.records.study_report import markdown, t_interval, verdict
+from ddpx.records.study_report import markdown, read_records, t_interval, verdict
 
 TINY = TEST_RECIPES / "tiny_mlp.toml"
+ROOT = Path(__file__).parent.parent
+STUDY_RECORDS = ROOT / "benchmarks" / "studies" / "moleculenet.json"
 STUDY = f"""\
 name = "two_sets"
 seeds = [0, 1]
@@ -38,6 +42,7 @@ name = "wide"
 
 [sets.hard]
 overrides = ["train.max_epochs=1", "dataset.class_sep=0.5"]
+ensembles = ["seeds", "families"]
 
 [[sets.hard.candidates]]
 recipe = "{TINY}"
@@ -69,6 +74,8 @@ def test_held_out_values_are_unreadable_for_a_set_without_a_recorded_choice(tmp_
     recorded = folder.record_choice({"other": {"chosen": None}})
     with pytest.raises(RuntimeError, match="no recorded choice"):
         recorded.heldout(record("a", 0, 0.8))
+    with pytest.raises(RuntimeError, match="no recorded choice"):  # nor its held-out predictions
+        recorded.heldout_answers(record("a", 0, 0.8))
     assert [e["event"] for e in folder.events()] == ["choice recorded"]
 
 
@@ -87,6 +94,11 @@ def test_the_interval_says_past_short_or_level():
         ('[sets.a]\ncandidate = ["r"]\n', "Did you mean 'candidates'?"),
         ('rule = "best_heldout"\n[sets.a]\ncandidates = ["r"]\n', "unknown rule"),
         ('[sets.a]\ncandidates = ["r", "r"]\n', "names candidate(s) r twice"),
+        (
+            'ensembles = ["seed"]\n[sets.a]\ncandidates = ["r"]\n',
+            "unknown ensemble 'seed' in `ensembles`. Did you mean 'seeds'?",
+        ),
+        ('[sets.a]\nensembles = "families"\ncandidates = ["r"]\n', "`ensembles` is a list of distinct words"),
     ],
 )
 def test_a_bad_study_file_is_one_clear_error(tmp_path, text, said):
@@ -95,6 +107,54 @@ def test_a_bad_study_file_is_one_clear_error(tmp_path, text, said):
     with pytest.raises(UserError) as caught:
         read_study(path)
     assert said in caught.value.message
+
+
+def test_the_ensembles_are_its_seeds_together_unless_the_study_or_a_set_says_otherwise(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('[sets.a]\ncandidates = ["r"]\n[sets.b]\nensembles = ["seeds", "families"]\ncandidates = ["r"]\n')
+    assert [s.ensembles for s in read_study(path).sets] == [("seeds",), ("seeds", "families")]
+    path.write_text(
+        'ensembles = ["families"]\n[sets.a]\ncandidates = ["r"]\n[sets.b]\nensembles = []\ncandidates = ["r"]\n'
+    )
+    assert [s.ensembles for s in read_study(path).sets] == [("families",), ()]
+
+
+def made_records(ensembles: dict, published: dict) -> dict:
+    """Exported records of one set whose chosen candidate ran seeds 0 and 1."""
+    runs = [
+        {"candidate": "a", "seed": s, "dev": 0.8, "heldout": {"heldout_roc_auc": v}} for s, v in [(0, 0.7), (1, 0.8)]
+    ]
+    entry = {
+        "name": "bbbp",
+        "metric": "roc_auc",
+        "greater_is_better": True,
+        "candidates": ["a"],
+        "chosen": "a",
+        "evidence": {"a": {"mean_dev": 0.8}},
+        "published": published,
+        "runs": runs,
+        "ensembles": ensembles,
+    }
+    return {"format": 2, "study": {"study.name": "s"}, "sets": [entry]}
+
+
+def test_the_table_shows_the_ensembles_beside_the_chosen_candidate_and_says_why_one_has_no_value():
+    seeds = {"seeds": {"value": 0.81234, "reason": ""}}
+    table = markdown(made_records(seeds, {}))
+    assert "| held-out mean ± sd (seeds) | its seeds together | against published" in table
+    assert "| bbbp | roc_auc | a | 0.8000 | 0.7500 ± 0.0707 (2) | 0.8123 | | |" in table
+    both = {
+        "seeds": {"value": None, "reason": "a seed 1: reports/heldout_predictions.csv does not exist"},
+        "families": {"values": [0.75, 0.85], "reason": ""},
+    }
+    lines = markdown(made_records(both, {"x": 0.7, "y": 0.9})).splitlines()
+    assert lines[4].startswith(
+        "| bbbp | roc_auc | a | 0.8000 | 0.7500 ± 0.0707 (2) | — (note 1) | 0.8000 ± 0.0707 (2) | x"
+    )
+    assert lines[5].startswith("| | | | | | | | y 0.900")  # the second published row keeps the columns
+    assert lines[-1] == "1. bbbp, its seeds together: a seed 1: reports/heldout_predictions.csv does not exist."
+    old = markdown({**made_records({}, {}), "format": 1})  # records before the ensembles: the table as it was
+    assert "together" not in old and "| bbbp | roc_auc | a | 0.8000 | 0.7500 ± 0.0707 (2) | | |" in old
 
 
 def test_a_bad_key_in_any_run_is_an_error_before_anything_starts(ddpx_here, tmp_path):
@@ -152,6 +212,7 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
     events = [e["event"] for e in _events(folder)]
     assert events.index("choice recorded") < events.index("choice recorded on the parent run")
     assert events.index("choice recorded on the parent run") < events.index("heldout read")
+    assert events.index("choice recorded on the parent run") < events.index("heldout predictions read")
     assert "chose" in out and "| easy | accuracy |" in out
 
     client = MlflowClient(tracking_uri)
@@ -184,6 +245,19 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
         check=True,
     ).stdout
     assert report == again == markdown(json.loads(exported.read_text())) and report in out
+    assert "| its seeds together | families together, mean ± sd (seeds) |" in report
+
+    # the synthetic task draws its data from the seed: the seeds' models answer different samples and
+    # make no ensemble, which the records and the table say; the candidates' models of one seed answer
+    # the same samples, and their ensemble is their class probabilities averaged sample by sample,
+    # as computed here from their predictions files alone
+    easy, hard = json.loads(exported.read_text())["sets"]
+    assert set(easy["ensembles"]) == {"seeds"} and easy["ensembles"]["seeds"]["value"] is None
+    assert "the runs' held-out samples differ" in hard["ensembles"]["seeds"]["reason"]
+    assert "— (note 1) |" in report and "\n1. easy, its seeds together: the runs' held-out samples" in report
+    folders = {(r["set"], r["candidate"], r["seed"]): r["run_dir"] for r in _lines(folder / "runs.jsonl")}
+    per_seed = [_averaged_accuracy([folders["hard", c, seed] for c in ("narrow", "wide")]) for seed in (0, 1)]
+    assert hard["ensembles"]["families"] == {"values": per_seed, "reason": ""}
 
     (tmp_path / "s.toml").write_text("# edited\n" + STUDY)  # another file: another study, the runs reused
     status, out, err = run_study(tmp_path, tracking_uri, experiment)
@@ -192,23 +266,48 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
 
 
 def _events(folder: Path) -> list[dict]:
-    return [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+    return _lines(folder / "events.jsonl")
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _averaged_accuracy(run_dirs: list[str]) -> float:
+    """The accuracy of the runs' class probabilities averaged sample by sample, from their
+    ``reports/heldout_predictions.csv`` (the MLP's form: target, predicted, probability_<class>...)."""
+    tables = [list(csv.DictReader((Path(d) / "reports" / "heldout_predictions.csv").open())) for d in run_dirs]
+    classes = [name for name in tables[0][0] if name.startswith("probability_")]
+    mean = np.mean([[[float(row[c]) for c in classes] for row in table] for table in tables], axis=0)
+    return float(np.mean(mean.argmax(axis=1) == [int(row["target"]) for row in tables[0]]))
 
 
 def test_the_moleculenet_study_declares_runnable_candidates():
     from ddpx.config.recipe import resolve_recipe
     from ddpx.plugin_host.registry import load_registry
 
-    spec = read_study(Path(__file__).parent.parent / "benchmarks" / "studies" / "moleculenet.toml")
+    spec = read_study(ROOT / "benchmarks" / "studies" / "moleculenet.toml")
     registry = load_registry()
     assert [s.name for s in spec.sets] == ["bbbp", "bace", "clintox", "esol", "lipophilicity", "sider", "tox21", "hiv"]
     assert spec.seeds == (0, 1, 2, 3, 4)
     for study_set in spec.sets:
         assert set(study_set.published) == {"D-MPNN (GEM)", "Uni-Mol"}
+        assert study_set.ensembles == ("seeds",)  # the default: the file says nothing of ensembles
         for candidate in study_set.candidates:
             recipe = resolve_recipe(registry, candidate.recipe, study_set.overrides_of(candidate, 0))
             assert recipe.config["dataset"]["path"].endswith(Path(study_set.data).name)
             assert recipe.config["dataset"]["split"] == "scaffold"
+
+
+def test_the_results_page_holds_the_table_the_moleculenet_studys_records_make():
+    """docs/results.md's study table is ``ddpx study report benchmarks/studies/moleculenet.json``,
+    byte for byte, once the study's records are committed."""
+    if not STUDY_RECORDS.is_file():
+        pytest.skip(f"{STUDY_RECORDS.relative_to(ROOT)} is not committed yet: the study has not finished")
+    page = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    start = page.index("\n", page.index("<!-- study table:")) + 1
+    end = page.index("<!-- end of the study table -->")
+    assert page[start:end] == markdown(read_records(STUDY_RECORDS))
 
 
 def test_a_study_runs_as_many_at_once_as_the_machine_affords(ddpx_here, tmp_path):

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from benchmarks.common.provenance import commit
 from benchmarks.moleculenet_quality.predictions import (
+    answers_metric,
     averaged,
     ensemble_value,
     heldout_predictions,
-    metric_of,
     seeds_averaged,
 )
 from benchmarks.moleculenet_quality.seeds import (
@@ -173,6 +173,5 @@ def families_text(models: dict[str, list[dict]], by_dev: list[str]) -> str:
         return "—"
     tables = [seeds_averaged(models[m]) for m in best.values()]
     together = None if any(t is None for t in tables) else averaged(tables)
-    if together is None:
-        return "—"
-    return f"{metric_of(together, models[by_dev[0]][0]['metric']):.4f} ({' + '.join(best.values())})"
+    value = None if together is None else answers_metric(together, models[by_dev[0]][0]["metric"])
+    return "—" if value is None else f"{value:.4f} ({' + '.join(best.values())})"

@@ -7,11 +7,14 @@ A study is TOML::
     rule = "best_mean_dev"           # the default: the best mean dev metric over the seeds,
                                      # ties to the candidate listed first (list the simplest first)
     overrides = ["dataset.split=scaffold"]   # every run of every set (optional)
+    ensembles = ["seeds"]            # the default: reported beside the chosen candidate's own models,
+                                     # never instead of them ("families" adds the candidates together)
 
     [sets.bbbp]
     data = "data/BBBP.csv"           # dataset.path of every candidate (relative to this file)
     overrides = ["train.max_epochs=30"]      # every candidate of the set (optional)
     published = { "D-MPNN" = 0.913 }         # rows to compare against (optional)
+    ensembles = ["seeds", "families"]        # this set's ensembles (optional; the study's by default)
 
     [[sets.bbbp.candidates]]
     recipe = "bbbp_dmpnn"                    # a recipe name or a path (relative to this file)
@@ -40,8 +43,13 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 RULES = {"best_mean_dev": "the best mean dev metric over the seeds; ties to the candidate listed first"}
-TOP_KEYS = {"name", "description", "seeds", "rule", "overrides", "sets"}
-SET_KEYS = {"data", "overrides", "published", "candidates"}
+ENSEMBLES = {
+    "seeds": "the chosen candidate's models of every seed averaged together",
+    "families": "every candidate's model of one seed averaged together, seed by seed",
+}
+DEFAULT_ENSEMBLES = ("seeds",)
+TOP_KEYS = {"name", "description", "seeds", "rule", "overrides", "ensembles", "sets"}
+SET_KEYS = {"data", "overrides", "published", "ensembles", "candidates"}
 CANDIDATE_KEYS = {"recipe", "name", "overrides"}
 EXAMPLE = '`[[sets.NAME.candidates]]` with `recipe = "bbbp_dmpnn"`'
 
@@ -60,6 +68,7 @@ class StudySet:
     data: str = ""  # dataset.path, made absolute ("" leaves the recipe's own)
     overrides: tuple[str, ...] = ()
     published: dict[str, float] = field(default_factory=dict)
+    ensembles: tuple[str, ...] = DEFAULT_ENSEMBLES  # reported beside the chosen candidate's own models
 
     def overrides_of(self, candidate: Candidate, seed: int) -> list[str]:
         """Every ``KEY=VALUE`` of one run: the study's and the set's, the candidate's, the data, the seed
@@ -100,22 +109,28 @@ def read_study(path: str | Path) -> StudySpec:
     sets = data.get("sets")
     if not isinstance(sets, dict) or not sets:
         raise UserError(f"{where} declares no set: add a `[sets.NAME]` table with {EXAMPLE}.")
+    every = Every(_overrides(data.get("overrides", []), where), _ensembles(data, DEFAULT_ENSEMBLES, where))
     return StudySpec(
         name=name,
         path=path.resolve(),
         digest=hashlib.sha256(raw).hexdigest(),
         seeds=_seeds(data.get("seeds", [0, 1, 2, 3, 4]), where),
         rule=rule,
-        sets=tuple(
-            _study_set(set_name, values, path.parent, where, _overrides(data.get("overrides", []), where))
-            for set_name, values in sets.items()
-        ),
+        sets=tuple(_study_set(set_name, values, path.parent, where, every) for set_name, values in sets.items()),
         text=raw.decode("utf-8"),
         description=str(data.get("description", "")),
     )
 
 
-def _study_set(name: str, values: Any, folder: Path, where: str, every: tuple[str, ...]) -> StudySet:
+@dataclass(frozen=True)
+class Every:
+    """What the study's top level gives every set."""
+
+    overrides: tuple[str, ...]
+    ensembles: tuple[str, ...]
+
+
+def _study_set(name: str, values: Any, folder: Path, where: str, every: Every) -> StudySet:
     where = f"{where}, set '{name}'"
     if not isinstance(values, dict):
         raise UserError(f"{where} is not a table: write `[sets.{name}]` with {EXAMPLE}.")
@@ -136,8 +151,9 @@ def _study_set(name: str, values: Any, folder: Path, where: str, every: tuple[st
         name=name,
         candidates=candidates,
         data=str(_from(folder, data)) if data else "",
-        overrides=every + _overrides(values.get("overrides", []), where),
+        overrides=every.overrides + _overrides(values.get("overrides", []), where),
         published={k: float(v) for k, v in published.items()},
+        ensembles=_ensembles(values, every.ensembles, where),
     )
 
 
@@ -167,6 +183,22 @@ def _overrides(values: Any, where: str) -> tuple[str, ...]:
     for text in values:
         parse_override(text)
     return tuple(values)
+
+
+def _ensembles(values: dict[str, Any], default: tuple[str, ...], where: str) -> tuple[str, ...]:
+    """The ``ensembles`` a table declares (``default`` where it declares none)."""
+    words = values.get("ensembles", list(default))
+    if not isinstance(words, list) or not all(isinstance(w, str) for w in words) or len(set(words)) != len(words):
+        raise UserError(f'{where}: `ensembles` is a list of distinct words, like ["seeds", "families"].')
+    for word in words:
+        if word not in ENSEMBLES:
+            known = "; ".join(f"{name}: {what}" for name, what in ENSEMBLES.items())
+            raise UserError(
+                f"{where}: unknown ensemble '{word}' in `ensembles`.{did_you_mean(word, ENSEMBLES)} "
+                f"An ensemble is reported beside the chosen candidate's own models, never instead of them; "
+                f'the ensembles are {known}. Write ensembles = ["seeds"] (the default) or ["seeds", "families"].'
+            )
+    return tuple(words)
 
 
 def _seeds(values: Any, where: str) -> tuple[int, ...]:

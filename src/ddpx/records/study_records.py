@@ -7,14 +7,15 @@ Layout (``ddpx-runs/studies/<name>-<file digest>-<code digest>/``)::
     runs.jsonl      one line per finished run: set, candidate, seed, key, run folder, dev metric
     choice.json     the candidate chosen per set, with the dev evidence (written before any
                     held-out value is read)
-    events.jsonl    what the study did, in order (choice recorded, held-out read)
+    events.jsonl    what the study did, in order (choice recorded, held-out values and predictions read)
 
 ``ddpx-runs/studies/finished.jsonl`` indexes every finished run of every study by its key: a
 run's resolved recipe, its data's digest and the code's version. A study reuses a run whose key
 matches and never one of other code.
 
-Held-out values are read only through :meth:`RecordedChoice.heldout`, which exists only once the
-choice was written and read back from disk.
+Held-out values are read only through :meth:`RecordedChoice.heldout` (and a run's held-out
+predictions through :meth:`RecordedChoice.heldout_answers`), which exists only once the choice was
+written and read back from disk.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 import ddpx
 from ddpx.contract.records import RunSummary
 from ddpx.records.dataset_record import file_digest
+from ddpx.records.heldout_answers import PREDICTIONS, HeldoutAnswers, read_answers
 from ddpx.records.tracking import git_commit
 
 
@@ -212,11 +214,21 @@ class RecordedChoice:
 
     def heldout(self, record: RunRecord) -> dict[str, float]:
         """A run's held-out metrics, read from its folder once the choice for its set is recorded."""
-        if record.set not in self.choice:
-            raise RuntimeError(f"set '{record.set}' has no recorded choice: held-out values stay unread")
+        self._check_recorded(record)
         summary = RunSummary.read(Path(record.run_dir) / "summary.json")
         self.study.event("heldout read", set=record.set, candidate=record.candidate, seed=record.seed)
         return {**summary.heldout, **summary.by_label}
+
+    def heldout_answers(self, record: RunRecord) -> HeldoutAnswers:
+        """A run's held-out answers (its predictions file), read once the choice for its set is
+        recorded; :class:`~ddpx.records.heldout_answers.NoValue` where the file is missing or unreadable."""
+        self._check_recorded(record)
+        self.study.event("heldout predictions read", set=record.set, candidate=record.candidate, seed=record.seed)
+        return read_answers(Path(record.run_dir) / PREDICTIONS)
+
+    def _check_recorded(self, record: RunRecord) -> None:
+        if record.set not in self.choice:
+            raise RuntimeError(f"set '{record.set}' has no recorded choice: held-out values stay unread")
 
 
 def _read_lines(path: Path) -> list[dict[str, Any]]:

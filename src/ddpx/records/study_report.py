@@ -7,6 +7,9 @@ file committed beside it (``ddpx study report RECORDS.json``).
 Per set: the chosen candidate, its held-out mean ± sd over seeds, and for each published row the
 difference (held-out − published) with a 95 % t-interval over the seeds: "past" where the whole
 interval is on the better side, "short" where it is on the worse, "level" where it holds zero.
+Beside them, as outcomes of their own, the ensembles the set declares
+(:mod:`ddpx.records.study_ensembles`): its seeds together, and the families together (mean ± sd
+over the seeds); where one has no value, "—" and a numbered note under the table says why.
 """
 
 from __future__ import annotations
@@ -17,34 +20,45 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from ddpx.records.study_ensembles import set_ensembles
 from ddpx.records.study_records import RecordedChoice, RunRecord
 
-FORMAT = 1
+FORMAT = 2  # 2: each set's ensembles
+ENSEMBLE_COLUMNS = {"seeds": "its seeds together", "families": "families together, mean ± sd (seeds)"}
 
 
 def export_records(spec: Any, recorded: RecordedChoice, records: list[RunRecord], info: dict[str, Any]) -> dict:
     """Everything the table needs, held-out values included (read through the recorded choice)."""
-    sets = []
-    for study_set in spec.sets:
-        in_set = [r for r in records if r.set == study_set.name]
-        runs = [
-            {"candidate": r.candidate, "seed": r.seed, "dev": r.dev, "heldout": recorded.heldout(r)} for r in in_set
-        ]
-        choice = recorded.choice.get(study_set.name, {})
-        sets.append(
-            {
-                "name": study_set.name,
-                "metric": in_set[0].metric if in_set else "",
-                "greater_is_better": in_set[0].greater_is_better if in_set else True,
-                "candidates": [c.name for c in study_set.candidates],
-                "chosen": choice.get("chosen"),
-                "evidence": choice.get("evidence", {}),
-                "published": study_set.published,
-                "runs": runs,
-            }
-        )
+    sets = [
+        _set_records(spec, study_set, recorded, [r for r in records if r.set == study_set.name])
+        for study_set in spec.sets
+    ]
     study = {k: info[k] for k in sorted(info) if k.startswith(("study.", "code.", "library."))}
     return {"format": FORMAT, "study": study, "sets": sets}
+
+
+def _set_records(spec: Any, study_set: Any, recorded: RecordedChoice, in_set: list[RunRecord]) -> dict:
+    """One set's records: every run's dev and held-out values, the choice, and the declared ensembles."""
+    heldout = {(r.candidate, r.seed): recorded.heldout(r) for r in in_set}
+    metric = in_set[0].metric if in_set else ""
+    choice = recorded.choice.get(study_set.name, {})
+    values = {run: found.get(f"heldout_{metric}") for run, found in heldout.items()}
+    chosen = choice.get("chosen")
+    ensembles = set_ensembles(recorded, study_set.ensembles, in_set, values, chosen, spec.seeds) if in_set else {}
+    return {
+        "name": study_set.name,
+        "metric": metric,
+        "greater_is_better": in_set[0].greater_is_better if in_set else True,
+        "candidates": [c.name for c in study_set.candidates],
+        "chosen": chosen,
+        "evidence": choice.get("evidence", {}),
+        "published": study_set.published,
+        "ensembles": ensembles,
+        "runs": [
+            {"candidate": r.candidate, "seed": r.seed, "dev": r.dev, "heldout": heldout[r.candidate, r.seed]}
+            for r in in_set
+        ],
+    }
 
 
 def write_records(records: dict, path: Path) -> Path:
@@ -76,16 +90,15 @@ def verdict(low: float, high: float, greater_is_better: bool) -> str:
     return "level"
 
 
-def _set_rows(entry: dict) -> list[str]:
+def _set_rows(entry: dict, ensembles: list[str], notes: list[str]) -> list[str]:
     metric, chosen = entry["metric"], entry["chosen"]
+    together = "".join(f" {cell} |" for cell in _ensemble_cells(entry, ensembles, notes))
     if not chosen:
-        return [f"| {entry['name']} | {metric} | none chosen | | | | |"]
+        return [f"| {entry['name']} | {metric} | none chosen | | |{together} | |"]
     runs = sorted((r for r in entry["runs"] if r["candidate"] == chosen), key=lambda r: r["seed"])
     values = [r["heldout"][f"heldout_{metric}"] for r in runs]
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
     dev = entry["evidence"][chosen]["mean_dev"]
-    heldout = f"{statistics.fmean(values):.4f} ± {sd:.4f} ({len(values)})"
-    first = f"| {entry['name']} | {metric} | {chosen} | {dev:.4f} | {heldout} |"
+    first = f"| {entry['name']} | {metric} | {chosen} | {dev:.4f} | {_mean_sd(values)} |{together}"
     if not entry["published"]:
         return [f"{first} | |"]
     rows = []
@@ -93,22 +106,53 @@ def _set_rows(entry: dict) -> list[str]:
         mean, low, high = t_interval([v - published for v in values])
         compared = f"{label} {published:.3f}: {mean:+.4f} [{low:+.4f}, {high:+.4f}]"
         said = verdict(low, high, entry["greater_is_better"])
-        rows.append(f"{first if number == 0 else '| | | | | |'} {compared} | {said} |")
+        rows.append(f"{first if number == 0 else '| |' + ' |' * (4 + len(ensembles))} {compared} | {said} |")
     return rows
+
+
+def _mean_sd(values: list[float]) -> str:
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.fmean(values):.4f} ± {sd:.4f} ({len(values)})"
+
+
+def _ensemble_cells(entry: dict, ensembles: list[str], notes: list[str]) -> list[str]:
+    """A cell per ensemble column: its value; empty where the set declares none; "—" with a
+    numbered note saying why where it has none."""
+    cells = []
+    for name in ensembles:
+        outcome = entry.get("ensembles", {}).get(name)
+        if outcome is None:
+            cells.append("")
+        elif outcome["reason"]:
+            notes.append(f"{entry['name']}, {ENSEMBLE_COLUMNS[name]}: {outcome['reason']}.")
+            cells.append(f"— (note {len(notes)})")
+        else:
+            value = outcome.get("value")
+            cells.append(f"{value:.4f}" if name == "seeds" else _mean_sd(outcome["values"]))
+    return cells
+
+
+def _ensembles_reported(records: dict) -> list[str]:
+    """The ensemble columns of the table: those any set declares, in a fixed order."""
+    found = {name for entry in records["sets"] for name in entry.get("ensembles", {})}
+    return [name for name in ENSEMBLE_COLUMNS if name in found]
 
 
 def markdown(records: dict) -> str:
     """The study's table, from its exported records alone."""
-    study = records["study"]
+    study, ensembles, notes = records["study"], _ensembles_reported(records), []
+    rows = [row for entry in records["sets"] for row in _set_rows(entry, ensembles, notes)]
     lines = [
         f"Study `{study.get('study.name', '')}` (file sha256 {study.get('study.digest', '')[:12]}, "
         f"code {study.get('code.commit', study.get('code.code_digest', ''))[:12]}), "
         f"seeds {study.get('study.seeds', '')}, chosen by {study.get('study.rule', '')} on dev.",
         "",
-        "| set | metric | chosen | dev (mean) | held-out mean ± sd (seeds) | against published: "
-        "difference [95 % interval] | |",
-        "| --- | --- | --- | ---: | ---: | --- | --- |",
+        "| set | metric | chosen | dev (mean) | held-out mean ± sd (seeds) |"
+        + "".join(f" {ENSEMBLE_COLUMNS[name]} |" for name in ensembles)
+        + " against published: difference [95 % interval] | |",
+        "| --- | --- | --- | ---: | ---: |" + " ---: |" * len(ensembles) + " --- | --- |",
+        *rows,
     ]
-    for entry in records["sets"]:
-        lines += _set_rows(entry)
+    if notes:
+        lines += ["", *(f"{number}. {note}" for number, note in enumerate(notes, 1))]
     return "\n".join(lines) + "\n"

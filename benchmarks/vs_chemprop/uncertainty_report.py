@@ -115,9 +115,10 @@ def coverage_line(record: dict) -> str:
     kind = "interval" if record["regression"] else "set"
     parts = []
     for program, label in PROGRAMS.items():
+        runs = record["scores"].get("conformal", {}).get(program, [])
         value = mean_of(record, "conformal", program, "coverage")
         if value is None:
-            parts.append(f"{label} not measured")
+            parts.append(f"{label} {'n/a' if any('unavailable' in run for run in runs) else 'not measured'}")
             continue
         points = (NOMINAL - value) * 100
         parts.append(f"{label} {value:.4f} ({abs(points):.1f} points {'below' if points > 0 else 'above'} 90 %)")

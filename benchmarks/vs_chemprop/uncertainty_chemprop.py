@@ -23,18 +23,10 @@ from typing import NamedTuple
 import numpy as np
 
 from benchmarks.vs_chemprop.launches import Launch, run_alone
+from benchmarks.vs_chemprop.uncertainty_scores import HeldOut
 
 ALPHA = 0.1  # --conformal-alpha: the 90 % interval or set
 TASKS = {"mve": "regression-mve", "plain": "classification"}  # model kind: --task-type (an ensemble: either)
-
-
-class HeldOut(NamedTuple):
-    """One program's held-out answer for one method: the arrays a scorer of ``kind`` reads
-    (:mod:`benchmarks.vs_chemprop.uncertainty_scores`), or ``kind`` "unavailable" and why."""
-
-    kind: str
-    arrays: dict[str, np.ndarray]
-    reason: str = ""
 
 
 class Predicted(NamedTuple):

@@ -20,7 +20,7 @@ import numpy as np
 
 from benchmarks.vs_chemprop.chemprop_inputs import same_targets
 from benchmarks.vs_chemprop.launches import Launch, run_alone
-from benchmarks.vs_chemprop.uncertainty_chemprop import HeldOut
+from benchmarks.vs_chemprop.uncertainty_scores import HeldOut
 
 RUN_OVERRIDES = {  # model kind: what the run adds to the recipe
     "mve": ("model.uncertainty=mve", "train.calibration=zscaling"),

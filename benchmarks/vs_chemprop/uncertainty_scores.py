@@ -18,11 +18,21 @@ definitions) and the ROC-AUC and RMSE ``run.py`` scores both programs with
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
 from benchmarks.vs_chemprop.chemprop_inputs import rmse_mae, roc_auc
 from ddpx.records import uncertainty_metrics as um
+
+
+class HeldOut(NamedTuple):
+    """One program's held-out answer for one method: the arrays the scorer of ``kind`` (a key of
+    ``SCORERS``) reads, by name, or ``kind`` "unavailable" and why."""
+
+    kind: str
+    arrays: dict[str, np.ndarray]
+    reason: str = ""
 
 
 def column_mean(values: np.ndarray) -> float:
@@ -61,7 +71,7 @@ def probability_scores(targets: np.ndarray, probability: np.ndarray) -> dict[str
 def set_scores(targets: np.ndarray, holds_0: np.ndarray, holds_1: np.ndarray) -> dict[str, float]:
     """``holds_0``, ``holds_1``: booleans, whether each cell's set holds the class."""
     held = np.where(targets == 1, holds_1, holds_0).astype(np.float64)
-    size = (holds_0.astype(np.float64) + holds_1.astype(np.float64)).astype(np.float64)
+    size = holds_0.astype(np.float64) + holds_1.astype(np.float64)
     return {
         "coverage": column_mean(np.array([np.mean(h) for _, h in um.present_columns(targets, held)])),
         "set_size": column_mean(np.array([np.mean(s) for _, s in um.present_columns(targets, size)])),

@@ -66,6 +66,15 @@ def write_chemprop_inputs(
     return names, [smiles[row] for row in rows["test"]], heldout
 
 
+def same_targets(theirs: list, targets: list) -> bool:
+    """Whether two tables of targets (rows of per-target values) are the same molecules' targets in
+    the same order: equal to 1e-5 (one side may have been written in float32), NaN where the other is."""
+    return len(theirs) == len(targets) and all(
+        len(row) == len(want) and all(a == b or (a != a and b != b) or abs(a - b) < 1e-5 for a, b in zip(row, want))
+        for row, want in zip(theirs, targets)
+    )
+
+
 def roc_auc(targets: list, scores: list) -> float:
     """Mean ROC-AUC over the labels, each over the molecules that have it (as ddpx's metric)."""
     import numpy as np

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.common.environment import plugin_env
-from benchmarks.vs_chemprop.chemprop_inputs import heldout_scores
+from benchmarks.vs_chemprop.chemprop_inputs import heldout_scores, same_targets
 from benchmarks.vs_chemprop.clocked_chemprop import PHASES
 from benchmarks.vs_chemprop.lockstep import DONE, LOCKSTEP_ENV, make_pipes
 
@@ -209,11 +209,7 @@ def ddpx_regression_scores(run_dir: Path, summary: dict, names: list[str], targe
     suffixes = [""] if len(names) == 1 else [f"_{name}" for name in names]
     cell = lambda text: float(text) if text != "" else float("nan")  # noqa: E731
     theirs = [[cell(r[f"target{s}"]) for s in suffixes] for r in table]
-    same = len(theirs) == len(targets) and all(
-        all(a == b or (a != a and b != b) or abs(a - b) < 1e-5 for a, b in zip(row, want))
-        for row, want in zip(theirs, targets)
-    )
-    if not same:
+    if not same_targets(theirs, targets):
         raise SystemExit(f"ddpx's held-out targets are not the ones Chemprop is scored on, in order ({predictions})")
     scores = heldout_scores(True, targets, [[float(r[f"prediction{s}"]) for s in suffixes] for r in table])
     logged = summary["heldout"]["heldout_rmse"]

@@ -1,0 +1,123 @@
+"""ddpx's side of ``uncertainty.py``: ``ddpx recipe <set>_dmpnn`` with the uncertainty a method
+needs, on 1 rank, batch 64, keeping the epoch of lowest dev loss (``train.select_by=loss``,
+Chemprop's default), and what its run folder answers for the held-out molecules
+(``reports/heldout_predictions.csv``): the run records its calibration and its 90 % conformal
+interval or set itself (``docs/uncertainty.md``).
+
+The targets in the file are checked to be the held-out targets Chemprop is scored on, in order,
+and the values the evaluators give from the file are checked against the ones the run logged
+(``summary.json``'s ``uncertainty``): the same columns ddpx measured itself.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.vs_chemprop.chemprop_inputs import same_targets
+from benchmarks.vs_chemprop.launches import Launch, run_alone
+from benchmarks.vs_chemprop.uncertainty_scores import HeldOut
+
+RUN_OVERRIDES = {  # model kind: what the run adds to the recipe
+    "mve": ("model.uncertainty=mve", "train.calibration=zscaling"),
+    "platt": ("train.calibration=platt",),
+    "isotonic": ("train.calibration=isotonic",),
+    "ensemble": (),  # train.ensemble_size, from --ensemble-size
+}
+LOGGED = {  # the evaluators' names: ddpx's logged metric (``heldout_<name>``)
+    "nll": "nll",
+    "miscalibration_area": "miscalibration_area",
+    "ence": "ence",
+    "spearman": "spearman",
+    "ece": "ece",
+    "coverage": "coverage_90",
+    "width": "interval_width_90",
+    "set_size": "set_size_90",
+}
+
+
+def ddpx_command(
+    recipe: str, data: Path, overrides: tuple[str, ...], kind: str, seed: int, epochs: int, ensemble_size: int
+) -> list[str]:
+    return [
+        sys.executable,
+        *("-m", "ddpx", "recipe", recipe, "--tracking", "none", "--launcher", "spawn", "--nproc", "1"),
+        f"dataset.path={data.resolve()}",
+        *overrides,
+        *RUN_OVERRIDES[kind],
+        *([f"train.ensemble_size={ensemble_size}"] if kind == "ensemble" else []),
+        f"train.seed={seed}",
+        "train.batch_size=64",
+        f"train.max_epochs={epochs}",
+        "train.select_by=loss",
+    ]
+
+
+def ddpx_run(
+    recipe: str,
+    data: Path,
+    overrides: tuple[str, ...],
+    kind: str,
+    seed: int,
+    epochs: int,
+    ensemble_size: int,
+    folder: Path,
+) -> Path:
+    """Train the run of ``kind`` for ``seed``; its run folder."""
+    runs = folder / f"ddpx-{kind}-seed{seed}"
+    command = [*ddpx_command(recipe, data, overrides, kind, seed, epochs, ensemble_size), "--run-dir", str(runs)]
+    run_alone(f"ddpx recipe ({kind}, seed {seed})", Launch(command, float, cwd=folder))
+    (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
+    return run_dir
+
+
+def heldout_table(run_dir: Path, names: list[str], targets: np.ndarray):
+    """The run's held-out predictions, checked to hold ``targets`` in order."""
+    import pandas as pd
+
+    path = run_dir / "reports" / "heldout_predictions.csv"
+    table = pd.read_csv(path, dtype=dict.fromkeys(columns("set", names), str))  # a set: "0", "1", "0|1" or empty
+    theirs = table[columns("target", names)].to_numpy(dtype=np.float64)
+    if not same_targets(theirs.tolist(), targets.tolist()):
+        raise SystemExit(f"ddpx's held-out targets are not the ones Chemprop is scored on, in order ({path})")
+    return table
+
+
+def columns(name: str, names: list[str]) -> list[str]:
+    """A per-target column's names in ddpx's predictions file: ``name`` for one, ``name_<target>`` for several."""
+    return [name] if len(names) == 1 else [f"{name}_{n}" for n in names]
+
+
+def ddpx_heldout(method: str, regression: bool, run_dir: Path, names: list[str], targets: np.ndarray) -> HeldOut:
+    """What the table scores for ``method`` from the run folder of its model."""
+    table = heldout_table(run_dir, names, targets)
+
+    def read(name: str) -> np.ndarray:
+        return table[columns(name, names)].to_numpy(dtype=np.float64)
+
+    if method == "ensemble" and regression:  # the members' spread, squared: Chemprop's ensemble variance
+        return HeldOut("variance", {"mean": read("prediction"), "variance": read("ensemble_spread") ** 2})
+    if method == "ensemble":
+        return HeldOut("probability", {"probability": read("probability")})
+    if method == "mve":
+        return HeldOut("variance", {"mean": read("prediction"), "variance": read("calibrated_variance")})
+    if method == "conformal" and regression:
+        return HeldOut("interval", {"lower": read("lower"), "upper": read("upper")})
+    if method == "conformal":
+        sets = table[columns("set", names)].fillna("").to_numpy(dtype=object)
+        held = np.vectorize(lambda text, c: c in text.split("|"), otypes=[bool])
+        return HeldOut("set", {"holds_0": held(sets, "0"), "holds_1": held(sets, "1")})
+    return HeldOut("probability", {"probability": read("calibrated_probability")})
+
+
+def check_logged(run_dir: Path, scores: dict[str, float]) -> None:
+    """Each score the run also logged must be the value it logged (the same columns read)."""
+    logged = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("uncertainty", {})
+    for name, value in scores.items():
+        theirs = logged.get(f"heldout_{LOGGED.get(name, '')}")
+        if theirs is not None and not math.isclose(value, theirs, rel_tol=1e-4, abs_tol=1e-6):
+            raise SystemExit(f"{name} from {run_dir}'s held-out predictions is {value}, ddpx logged {theirs}")

@@ -9,6 +9,7 @@ per set (docs/results.md, "Uncertainty and calibration beside Chemprop").
     python benchmarks/vs_chemprop/uncertainty.py --set bace --data ../shared/data/moleculenet/bace.csv
     python benchmarks/vs_chemprop/uncertainty.py --set lipophilicity_small --data ../shared/data/moleculenet/Lipophilicity.csv --seeds 0
     python benchmarks/vs_chemprop/uncertainty.py --report bbbp-unc.json     # the table again, no runs
+    python benchmarks/vs_chemprop/uncertainty.py --report benchmarks/vs_chemprop/uncertainty-lipophilicity_small-2026-11-27.json
 
 The split is ddpx's (``chemprop_inputs.py``: MoleculeNet's scaffold split 80/10/10 as a rank builds
 it, written as Chemprop's CSV and splits file, as ``run.py`` does). For each seed and method both

@@ -233,6 +233,23 @@ def test_three_members_on_two_ranks_answer_as_their_members_mean(job_here, ddpx_
     assert all((checkpoints / f"member_{i}" / "best.pt").is_file() for i in range(3))
 
 
+def regression_ensemble(job_here, tmp_path: Path, n: int, *keys: str):
+    """A 2-member features-model ensemble on ``n`` molecules with two regression targets in the file's
+    units (melting points near 150), on the test's ranks; the file and the finished job."""
+    path = write_parsable_regression_csv(tmp_path / "mols.csv", n=n)
+    trained = job_here(
+        "smiles_csv_ffn",
+        f"dataset.path={path}",
+        'dataset.label_columns=["log S", "melting, point"]',
+        "dataset.task_type=regression",
+        "dataset.molecule_features=morgan_count",
+        "train.ensemble_size=2",
+        *keys,
+        env={"DDPX_DATA_DIR": str(tmp_path / "data")},
+    )
+    return path, trained
+
+
 @pytest.mark.slow
 def test_a_regression_ensembles_spread_is_its_variance_z_scaled_on_dev_and_answered_in_the_files_units(
     job_here, ddpx_here, tmp_path
@@ -240,18 +257,8 @@ def test_a_regression_ensembles_spread_is_its_variance_z_scaled_on_dev_and_answe
     pytest.importorskip("chemprop", reason="the features model needs Chemprop (pip install 'ddpx[chem]')")
     from ddpx.records.calibration import Calibration
 
-    path = write_parsable_regression_csv(tmp_path / "mols.csv", n=90)
-    trained = job_here(
-        "smiles_csv_ffn",
-        f"dataset.path={path}",
-        'dataset.label_columns=["log S", "melting, point"]',
-        "dataset.task_type=regression",
-        "dataset.molecule_features=morgan_count",
-        "model.hidden_size=32",
-        "train.ensemble_size=2",
-        "train.calibration=zscaling",
-        "train.max_epochs=2",
-        env={"DDPX_DATA_DIR": str(tmp_path / "data")},
+    path, trained = regression_ensemble(
+        job_here, tmp_path, 90, "model.hidden_size=32", "train.calibration=zscaling", "train.max_epochs=2"
     )
     summary, run_dir = trained.summary(), trained.run_dirs()[0]
     smiles, targets = heldout_molecules(path, TARGETS, regression=True)
@@ -318,18 +325,8 @@ def test_a_regression_ensembles_spread_is_its_variance_z_scaled_on_dev_and_answe
 @pytest.mark.slow
 def test_members_with_a_variance_head_answer_the_total_variance_in_records_and_predict(job_here, ddpx_here, tmp_path):
     pytest.importorskip("chemprop", reason="the features model needs Chemprop (pip install 'ddpx[chem]')")
-    path = write_parsable_regression_csv(tmp_path / "mols.csv", n=60)
-    trained = job_here(
-        "smiles_csv_ffn",
-        f"dataset.path={path}",
-        'dataset.label_columns=["log S", "melting, point"]',
-        "dataset.task_type=regression",
-        "dataset.molecule_features=morgan_count",
-        "model.hidden_size=16",
-        "model.uncertainty=mve",
-        "train.ensemble_size=2",
-        "train.max_epochs=1",
-        env={"DDPX_DATA_DIR": str(tmp_path / "data")},
+    path, trained = regression_ensemble(
+        job_here, tmp_path, 60, "model.hidden_size=16", "model.uncertainty=mve", "train.max_epochs=1"
     )
     summary, run_dir = trained.summary(), trained.run_dirs()[0]
     smiles, targets = heldout_molecules(path, TARGETS, regression=True)

@@ -211,14 +211,15 @@ def ddpx_here(tmp_path, monkeypatch):
     calls), with the environment ``run_ddpx`` gives, in ``cwd``: for commands that end before any
     rank starts, where a new interpreter's imports would cost a second or more each. An exception
     that escapes the CLI (a traceback the user would see) is raised here. No test plugins: a
-    launcher plugin's options join the ``recipe`` command once per process. MLflow's tracking URI,
-    which ``ddpx predict`` sets, is put back afterwards."""
+    launcher plugin's options join the ``recipe`` command once per process. MLflow's tracking URI
+    starts unset, as in a new ``ddpx`` process (an earlier test of this worker may have set it in
+    this one), and is put back afterwards (``ddpx predict`` sets it)."""
     from click.testing import CliRunner
     from mlflow.tracking._tracking_service import utils as mlflow_uri
 
     from ddpx.cli import cli
 
-    monkeypatch.setattr(mlflow_uri, "_tracking_uri", mlflow_uri._tracking_uri)  # restored at teardown
+    monkeypatch.setattr(mlflow_uri, "_tracking_uri", None)  # unset, as in a new process; restored at teardown
 
     def run(*args: str, env: dict | None = None, cwd: Path | None = None) -> CliResult:
         assert "DDPX_PLUGINS" not in (env or {}), "a test plugin needs a ddpx process of its own: use run_ddpx"

@@ -125,7 +125,7 @@ def the_checkpoint_and_the_export_reproduce_the_exact_heldout_metric(result, mol
     assert exported.predict_proba([table.smiles[i] for i in heldout]) == pytest.approx(scores, abs=1e-6)
 
 
-def test_the_best_model_is_logged_registered_served_and_predicted_alike(run_ddpx, tmp_path, new_store):
+def test_the_best_model_is_logged_registered_served_and_predicted_alike(run_ddpx, tmp_path, new_store, monkeypatch):
     import mlflow
     from mlflow.tracking import MlflowClient
 
@@ -160,7 +160,9 @@ def test_the_best_model_is_logged_registered_served_and_predicted_alike(run_ddpx
     asked = tmp_path / "asked.csv"
     asked.write_text("smiles\n" + "\n".join(ASKED) + "\n")
     import pandas as pd
+    from mlflow.tracking._tracking_service import utils as mlflow_uri
 
+    monkeypatch.setattr(mlflow_uri, "_tracking_uri", mlflow_uri._tracking_uri)  # put back for the next test
     mlflow.set_tracking_uri(store)
     loaded = mlflow.pyfunc.load_model(f"models:/{model.model_id}").predict(pd.DataFrame({"smiles": ASKED}))
     expected = dict(zip(loaded["smiles"], loaded["probability"]))

@@ -6,6 +6,7 @@ Every molecule is one RDKit parses (``tests/test_smiles_reading.py`` checks it).
 
 from __future__ import annotations
 
+import csv
 import random
 from pathlib import Path
 
@@ -159,4 +160,13 @@ def write_regression_csv(path: Path, n: int = 240, seed: int = 0, *, targets: li
         cells = [f"{v:.3f}" if (i + j) % 6 or len(targets) == 1 else "" for j, v in enumerate(values)]
         lines.append(f"{smiles},{','.join(cells)}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def predictions_file(path: Path, header: list[str], rows: list[list]) -> Path:
+    """A ``reports/heldout_predictions.csv`` as ddpx writes it: the index, then the columns."""
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["index", *header])
+        writer.writerows([i, *row] for i, row in enumerate(rows))
     return path

@@ -3,7 +3,6 @@ with the better mean *dev* metric, in the metric's direction, never the better h
 
 from __future__ import annotations
 
-import csv
 import importlib
 import json
 import math
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from sklearn.metrics import roc_auc_score
+from smiles_files import predictions_file
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "moleculenet_quality" / "run.py"
@@ -78,15 +78,6 @@ def quality_module():
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     return importlib.import_module("benchmarks.moleculenet_quality.predictions")
-
-
-def predictions_file(path: Path, header: list[str], rows: list[list]) -> Path:
-    """A run's ``reports/heldout_predictions.csv`` as ddpx writes it: the index, then the columns."""
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["index", *header])
-        writer.writerows([i, *row] for i, row in enumerate(rows))
-    return path
 
 
 def test_the_ensemble_averages_each_molecules_probabilities_over_the_seeds(tmp_path):

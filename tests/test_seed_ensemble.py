@@ -4,24 +4,15 @@ run's metric (binary labels with a missing one, regression targets, the MLP's cl
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
+from smiles_files import predictions_file
 
 from ddpx.records.heldout_answers import NoValue, read_answers, score
 from ddpx.records.seed_ensemble import Member, together
-
-
-def predictions_file(path: Path, header: list[str], rows: list[list]) -> Path:
-    """A ``reports/heldout_predictions.csv`` as ddpx writes it: the index, then the columns."""
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["index", *header])
-        writer.writerows([i, *row] for i, row in enumerate(rows))
-    return path
 
 
 def sigmoid(x: float) -> float:

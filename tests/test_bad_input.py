@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -485,3 +486,13 @@ def test_busy_master_port_is_refused_before_launch(run_ddpx):
             assert result.returncode == 2, result.output
             assert f"--master-port {port} on 127.0.0.1 is already in use" in result.stderr
             assert "Traceback" not in result.output and result.run_dirs() == []
+
+
+def test_mlflow_missing_is_a_clear_error_naming_tracking_none(ddpx_here, tmp_path, monkeypatch):
+    """A bare machine (a GPU lent for an hour) may lack mlflow: exit 2 naming the fix, no traceback, no run."""
+    monkeypatch.setitem(sys.modules, "mlflow", None)  # what `import mlflow` finds where it is not installed
+    result = ddpx_here("recipe", TINY, "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db")
+    assert result.returncode == 2, result.output
+    assert "mlflow is not installed" in result.stderr and "--tracking none" in result.stderr
+    assert "`ddpx upload RUN_DIR`" in result.stderr and "Traceback" not in result.output
+    assert result.run_dirs() == [] and not (tmp_path / "mlflow.db").exists()

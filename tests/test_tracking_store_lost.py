@@ -80,10 +80,12 @@ def test_a_server_killed_mid_run_loses_nothing_and_upload_finishes_the_same_run(
 
     # another store has no run of this folder: a new run gets all of it
     fresh = copy_of_new_store(store_template(tmp_path_factory), tmp_path, "fresh.db")  # new and empty
-    again = ddpx_here("upload", str(run_dir), "--tracking-uri", fresh)
+    again = ddpx_here("upload", str(run_dir), "--tracking-uri", fresh, "--register", "tiny_from_elsewhere")
     assert again.returncode == 0, again.output
-    client = MlflowClient(fresh)
+    client = MlflowClient(fresh, registry_uri=fresh)
     (copy,) = client.search_runs([client.get_experiment_by_name("tiny_mlp").experiment_id])
+    (version,) = client.search_model_versions("name='tiny_from_elsewhere'")
+    assert int(version.version) == 1 and version.run_id == copy.info.run_id  # models:/tiny_from_elsewhere/1
     assert copy.info.status == "FINISHED" and copy.data.params["train.lr"] == "0.1"
     assert [m.step for m in client.get_metric_history(copy.info.run_id, "dev_accuracy")] == [1, 2, 3]
     assert {a.path for a in client.list_artifacts(copy.info.run_id)} >= {

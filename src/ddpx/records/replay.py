@@ -25,7 +25,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from ddpx.plugin_host.registry import Registry
 
 
-def load_finished_job(folder: Path, tracking: str, uri: str | None, experiment: str | None) -> tuple[Job, RunSummary]:
+def load_finished_job(
+    folder: Path, tracking: str, uri: str | None, experiment: str | None, register: str | None = None
+) -> tuple[Job, RunSummary]:
     run_dir = RunDir(folder.resolve())
     if not run_dir.job_file.is_file() or not run_dir.summary_file.is_file():
         raise UserError(
@@ -40,19 +42,28 @@ def load_finished_job(folder: Path, tracking: str, uri: str | None, experiment: 
         tracking_uri=uri or job.launch.tracking_uri,
         experiment=experiment or job.launch.experiment or job.recipe_name,
         system_metrics=False,
+        log_model=job.launch.log_model or register is not None,
+        register=register or job.launch.register,
     )
     return job, RunSummary.read(run_dir.summary_file)
 
 
 def upload_run(
-    registry: Registry, folder: Path, *, tracking: str = "mlflow", uri: str | None = None, experiment: str | None = None
+    registry: Registry,
+    folder: Path,
+    *,
+    tracking: str = "mlflow",
+    uri: str | None = None,
+    experiment: str | None = None,
+    register: str | None = None,
 ) -> GuardedTracker:
     """Record the finished run in ``folder`` with ``tracking``; return its tracker.
 
     If the store already holds the run's own tracking run (its store went away mid-run and is
-    back), that run is finished with the epochs it lacks; otherwise a new run gets everything.
+    back), that run is finished with the epochs it lacks; otherwise a new run gets everything. The best
+    model is logged as an MLflow model, and with ``register`` a new version of that registered model.
     """
-    job, summary = load_finished_job(folder, tracking, uri, experiment)
+    job, summary = load_finished_job(folder, tracking, uri, experiment, register)
     spec = registry.get("trackers", tracking, key="--tracking")
     for step in (spec.check, spec.prepare):
         if step is not None:

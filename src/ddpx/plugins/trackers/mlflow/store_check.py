@@ -1,6 +1,7 @@
 """Before launch: can the MLflow store record this run? Checked in the launching process without
 importing mlflow, so a wrong URI is exit 2 in a second, never a run that "finished" unrecorded.
 
+- mlflow must be installed (a bare machine, a GPU lent for an hour, may lack it);
 - a scheme MLflow does not store runs in (``sqlit://``, ``ftp://``) is an error naming the ones it does;
 - an sqlite file must be creatable or writable: its folder exists and can be written;
 - a file store's folder (``file:///...`` or a plain path) must be creatable;
@@ -10,6 +11,7 @@ importing mlflow, so a wrong URI is exit 2 in a second, never a run that "finish
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -28,6 +30,12 @@ def store_uri(job: Job) -> str:
 
 
 def check_store(job: Job) -> None:
+    if importlib.util.find_spec("mlflow") is None:
+        raise UserError(
+            "--tracking mlflow: mlflow is not installed in this Python environment. Install it (pip install "
+            "mlflow), or train with --tracking none and record the run folder later with `ddpx upload RUN_DIR` "
+            "where mlflow is installed."
+        )
     uri = store_uri(job)
     scheme = urlsplit(uri).scheme.lower()
     if not scheme or (len(scheme) == 1 and uri[1:3] in (":\\", ":/")):  # a plain path (C:\ too)

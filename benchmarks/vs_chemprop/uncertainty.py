@@ -17,11 +17,18 @@ programs train on it, batch 64, ``--epochs`` epochs, each keeping the epoch of l
 (Chemprop's default; ddpx ``train.select_by=loss``), one model per (program, seed, model kind),
 shared by the methods that can share it:
 
-- regression (``--methods`` default ``mve ensemble conformal``):
+- regression (``--methods`` default ``mve ensemble ensemble_zscaling conformal``):
     - ``mve``: Chemprop ``chemprop train -t regression-mve``, its ``mve`` estimator, z-scaling fitted
       on dev; ddpx ``model.uncertainty=mve train.calibration=zscaling``;
     - ``ensemble``: Chemprop ``--ensemble-size K`` with the ``ensemble`` estimator (the members'
       variance); ddpx ``train.ensemble_size=K`` (the members' spread, squared); neither calibrated;
+    - ``ensemble_zscaling``: the same ensembles, their variance z-scaled on dev: Chemprop's
+      ``zscaling`` on the ``ensemble`` estimator's variance (``chemprop predict --uncertainty-method
+      ensemble --calibration-method zscaling``); ddpx ``train.ensemble_size=K
+      train.calibration=zscaling`` (its ``calibrated_variance``). One ensemble per program serves
+      both ensemble rows: ddpx's run is the z-scaled one, and the ``ensemble`` row reads its raw
+      spread (a calibrator is fitted after training and changes nothing else; the run logs the
+      raw spread's scores as ``..._uncalibrated``);
     - ``conformal``: the 90 % split-conformal interval fitted on dev, from the mve model of each:
       Chemprop's ``conformal-regression`` (alpha 0.1; its score is the error less the predicted
       variance, so the interval is ŷ ± (σ² + q)); ddpx's recorded interval (ŷ ± q σ);
@@ -65,10 +72,14 @@ from benchmarks.common.provenance import commit
 from benchmarks.vs_chemprop.run import SETS, input_file
 from benchmarks.vs_chemprop.uncertainty_report import PROGRAMS, format_report
 
-METHODS = {True: ["mve", "ensemble", "conformal"], False: ["ensemble", "platt", "isotonic", "conformal"]}
+METHODS = {
+    True: ["mve", "ensemble", "ensemble_zscaling", "conformal"],
+    False: ["ensemble", "platt", "isotonic", "conformal"],
+}
 MODEL_OF = {  # (regression, method): the model kind each program answers it with
     (True, "mve"): {"chemprop": "mve", "ddpx": "mve"},
-    (True, "ensemble"): {"chemprop": "ensemble", "ddpx": "ensemble"},
+    (True, "ensemble"): {"chemprop": "ensemble", "ddpx": "ensemble_zscaling"},  # ddpx: the run's raw spread
+    (True, "ensemble_zscaling"): {"chemprop": "ensemble", "ddpx": "ensemble_zscaling"},
     (True, "conformal"): {"chemprop": "mve", "ddpx": "mve"},
     (False, "ensemble"): {"chemprop": "ensemble", "ddpx": "ensemble"},
     (False, "platt"): {"chemprop": "plain", "ddpx": "platt"},
@@ -171,7 +182,7 @@ def scored(method: str, program: str, seed: int, context: SimpleNamespace, model
         return {"seed": seed, "unavailable": heldout.reason}
     scores = score(heldout.kind, context.targets, heldout.arrays)
     if program == "ddpx":
-        check_logged(models[program, kind], scores)
+        check_logged(models[program, kind], method, scores)
     where = context.rows.path.parent / "scored" / f"{args.set}-seed{seed}-{method}-{program}.csv"
     write_scored(where, context.rows.heldout_smiles, context.names, context.targets, heldout)
     return {"seed": seed, **scores}

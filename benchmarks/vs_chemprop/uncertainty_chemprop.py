@@ -147,7 +147,7 @@ def chemprop_heldout(method: str, regression: bool, predicted: Predicted, dev_ta
         return HeldOut("variance", {"mean": value, "variance": predicted.heldout["uncertainty"]})
     if method == "ensemble":
         return HeldOut("probability", {"probability": value})
-    if method == "mve":
+    if method in ("mve", "ensemble_zscaling"):  # the mve or the ensemble estimator's variance, z-scaled on dev
         return HeldOut("variance", {"mean": value, "variance": calibrated("zscaling", predicted, dev_targets)})
     if method == "conformal" and regression:  # half-width: the variance plus the dev quantile
         half = calibrated("conformal-regression", predicted, dev_targets)

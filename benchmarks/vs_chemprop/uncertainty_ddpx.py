@@ -6,7 +6,12 @@ interval or set itself (``docs/uncertainty.md``).
 
 The targets in the file are checked to be the held-out targets Chemprop is scored on, in order,
 and the values the evaluators give from the file are checked against the ones the run logged
-(``summary.json``'s ``uncertainty``): the same columns ddpx measured itself.
+(``summary.json``'s ``uncertainty``): the same columns ddpx measured itself. A regression ensemble
+is one z-scaled run (``ensemble_zscaling``) that serves two rows: ``ensemble_zscaling`` reads its
+``calibrated_variance`` and is checked against ``heldout_<metric>``; ``ensemble`` reads its raw
+spread and is checked against what the run logged of its uncalibrated answer,
+``heldout_<metric>_uncalibrated`` (its Spearman against ``heldout_spearman``: a scale shared by
+every variance keeps their ranking).
 """
 
 from __future__ import annotations
@@ -27,7 +32,10 @@ RUN_OVERRIDES = {  # model kind: what the run adds to the recipe
     "platt": ("train.calibration=platt",),
     "isotonic": ("train.calibration=isotonic",),
     "ensemble": (),  # train.ensemble_size, from --ensemble-size
+    "ensemble_zscaling": ("train.calibration=zscaling",),  # a regression ensemble
 }
+ENSEMBLES = ("ensemble", "ensemble_zscaling")  # the kinds that train --ensemble-size members
+UNCALIBRATED = ("ensemble",)  # the methods that read a run's raw answer, whatever its calibrator
 LOGGED = {  # the evaluators' names: ddpx's logged metric (``heldout_<name>``)
     "nll": "nll",
     "miscalibration_area": "miscalibration_area",
@@ -49,7 +57,7 @@ def ddpx_command(
         f"dataset.path={data.resolve()}",
         *overrides,
         *RUN_OVERRIDES[kind],
-        *([f"train.ensemble_size={ensemble_size}"] if kind == "ensemble" else []),
+        *([f"train.ensemble_size={ensemble_size}"] if kind in ENSEMBLES else []),
         f"train.seed={seed}",
         "train.batch_size=64",
         f"train.max_epochs={epochs}",
@@ -103,7 +111,7 @@ def ddpx_heldout(method: str, regression: bool, run_dir: Path, names: list[str],
         return HeldOut("variance", {"mean": read("prediction"), "variance": read("ensemble_spread") ** 2})
     if method == "ensemble":
         return HeldOut("probability", {"probability": read("probability")})
-    if method == "mve":
+    if method in ("mve", "ensemble_zscaling"):  # the variance z-scaled on dev
         return HeldOut("variance", {"mean": read("prediction"), "variance": read("calibrated_variance")})
     if method == "conformal" and regression:
         return HeldOut("interval", {"lower": read("lower"), "upper": read("upper")})
@@ -114,10 +122,15 @@ def ddpx_heldout(method: str, regression: bool, run_dir: Path, names: list[str],
     return HeldOut("probability", {"probability": read("calibrated_probability")})
 
 
-def check_logged(run_dir: Path, scores: dict[str, float]) -> None:
-    """Each score the run also logged must be the value it logged (the same columns read)."""
+def check_logged(run_dir: Path, method: str, scores: dict[str, float]) -> None:
+    """Each score the run also logged must be the value it logged (the same columns read): for a
+    method that reads the raw answer of a run with a calibrator, the value logged ``_uncalibrated``
+    where there is one (every metric but the Spearman, which a z-scaling leaves as it is)."""
     logged = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("uncertainty", {})
     for name, value in scores.items():
-        theirs = logged.get(f"heldout_{LOGGED.get(name, '')}")
+        key = f"heldout_{LOGGED.get(name, '')}"
+        if method in UNCALIBRATED and f"{key}_uncalibrated" in logged:
+            key = f"{key}_uncalibrated"
+        theirs = logged.get(key)
         if theirs is not None and not math.isclose(value, theirs, rel_tol=1e-4, abs_tol=1e-6):
             raise SystemExit(f"{name} from {run_dir}'s held-out predictions is {value}, ddpx logged {theirs}")

@@ -31,6 +31,8 @@ WHAT = {  # (regression, method, program): what the row measured ({k}: the ensem
     (True, "mve", "ddpx"): "`model.uncertainty=mve train.calibration=zscaling`",
     (True, "ensemble", "chemprop"): "`--ensemble-size {k}`; `--uncertainty-method ensemble` (members' variance)",
     (True, "ensemble", "ddpx"): "`train.ensemble_size={k}` (members' spread, squared)",
+    (True, "ensemble_zscaling", "chemprop"): "the ensemble row's model; `zscaling` fitted on dev",
+    (True, "ensemble_zscaling", "ddpx"): "`train.ensemble_size={k} train.calibration=zscaling`: `calibrated_variance`",
     (True, "conformal", "chemprop"): "the mve model; `conformal-regression`, alpha 0.1, on dev: ŷ ± (σ² + q)",
     (True, "conformal", "ddpx"): "the mve run's recorded 90 % interval, fitted on dev: ŷ ± q σ",
     (False, "platt", "chemprop"): "`-t classification`; `platt` fitted on dev",

@@ -2,14 +2,18 @@
 200 molecules of ESOL (real ``chemprop train`` and ``predict``, a real one-rank ddpx run): the
 table's rows, every value in the record recomputed here by hand from the arrays each row scored,
 those arrays traced back to each program's own files, Chemprop's z-scaling and conformal width
-refitted here from its dev answers, one model per program serving two methods; and ``--report``
-printing the same table from the record (fast, from a record written here too)."""
+refitted here from its dev answers, one model per program serving two methods. The ensemble rows
+(raw and z-scaled) without training, fast: the same members' answers in each program's files,
+one ensemble per program serving both rows. ``--report`` printing the same table from the record
+(fast, from a record written here too, and from the committed record of before the z-scaled
+ensemble row)."""
 
 import json
 import math
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -24,6 +28,7 @@ from benchmarks.vs_chemprop.uncertainty_scores import set_scores  # noqa: E402
 
 SCRIPT = ROOT / "benchmarks" / "vs_chemprop" / "uncertainty.py"
 ESOL = ROOT.parent / "shared" / "data" / "moleculenet" / "ESOL_delaney-processed.csv"
+RECORD = ROOT / "benchmarks" / "vs_chemprop" / "uncertainty-lipophilicity_small-2026-11-27.json"
 
 
 def run_script(*args: str, timeout: float) -> str:
@@ -112,6 +117,108 @@ def test_both_programs_are_scored_alike_from_their_own_answers(tmp_path):
     assert run_script("--report", str(record_file), timeout=60) == out
 
 
+def ensemble_answers(rng: np.random.Generator, targets: np.ndarray) -> np.ndarray:
+    """Two members' answers ``(2, N, 1)``: a shared error far wider than their spread, so that
+    z-scaling on dev widens the members' variance."""
+    shared = rng.normal(0.0, 1.0, targets.shape)
+    return np.stack([targets + shared + rng.normal(0.0, 0.3, targets.shape) for _ in range(2)]).astype(np.float32)
+
+
+def test_one_ensemble_per_program_serves_its_raw_and_its_z_scaled_row(tmp_path, monkeypatch):
+    """The regression ensemble rows without training: the same two members' answers given to the
+    benchmark as Chemprop's ``predict`` writes an ensemble's (the mean, the members' variance as
+    ``_unc``) and as a ddpx run z-scaled on dev records them (ddpx's own writers: the ensemble's
+    mean and spread, its calibration, ``heldout_predictions.csv`` and the logged values). Each
+    program's one model serves both rows; the same answers give the same scores on both sides."""
+    pytest.importorskip("chemprop", reason="Chemprop's own zscaling calibrator")
+    import torch
+
+    import benchmarks.vs_chemprop.uncertainty_chemprop as chemprop_side
+    import benchmarks.vs_chemprop.uncertainty_ddpx as ddpx_side
+    from benchmarks.vs_chemprop.uncertainty import METHODS, scored
+    from ddpx.contract.outputs import ensemble_answer_loss
+    from ddpx.rank.loop.ensemble import mean_of
+    from ddpx.rank.loop.evaluation import Predictions
+    from ddpx.records.reports import heldout_reports
+    from ddpx.records.uncertainty_reports import record_uncertainty
+
+    assert METHODS[True][:3] == ["mve", "ensemble", "ensemble_zscaling"]
+    rng = np.random.default_rng(0)
+    y_dev, y_held = (rng.normal(-3.0, 2.0, (n, 1)).astype(np.float32).astype(np.float64) for n in (30, 25))
+    dev, held = ensemble_answers(rng, y_dev), ensemble_answers(rng, y_held)
+    names, smiles = ["logS"], ["C" * (i + 1) for i in range(55)]
+    rows = chemprop_side.PredictionRows(tmp_path / "predict.csv", smiles[:30], smiles[30:], y_dev)
+
+    # Chemprop's answers: predictions.csv of the dev rows, then the held-out rows
+    both = np.concatenate([dev, held], axis=1).astype(np.float64)
+    answers = pd.DataFrame({"smiles": smiles, "logS": both.mean(0)[:, 0], "logS_unc": both.var(0)[:, 0]})
+    answers.to_csv(tmp_path / "predictions.csv", index=False)
+    predicted = chemprop_side.read_predictions(tmp_path / "predictions.csv", names, rows)
+
+    # ddpx's: the run's records of the members' mean, spread squared and z-scaling fitted on dev
+    run_dir = tmp_path / "ddpx-ensemble_zscaling-seed0" / "run"
+    (_, dev_answer, _), (_, held_answer, spread) = (
+        mean_of([Predictions(torch.from_numpy(m), torch.from_numpy(y).float()) for m in members], "mse")
+        for members, y in ((dev, y_dev), (held, y_held))
+    )
+    record = record_uncertainty(dev_answer, held_answer, ensemble_answer_loss("mse"), {"labels": names}, "zscaling")
+    heldout_reports(held_answer, "gaussian_nll", {"labels": names}, run_dir / "reports", spread.numpy(), record.columns)
+    (run_dir / "summary.json").write_text(json.dumps({"uncertainty": record.metrics}))
+
+    def no_second_model(*args, **kwargs):
+        raise AssertionError("a second model was asked for")
+
+    monkeypatch.setattr(chemprop_side, "chemprop_model", no_second_model)
+    monkeypatch.setattr(ddpx_side, "ddpx_run", no_second_model)
+    models = {("chemprop", "ensemble"): predicted, ("ddpx", "ensemble_zscaling"): run_dir}
+    context = SimpleNamespace(
+        args=SimpleNamespace(set="esol", ensemble_size=2, epochs=3),
+        data=tmp_path / "esol.csv",
+        names=names,
+        rows=rows,
+        targets=y_held,
+    )
+    results = {
+        (method, program): scored(method, program, 0, context, models)  # ddpx's: checked against what it logged
+        for method in ("ensemble", "ensemble_zscaling")
+        for program in ("chemprop", "ddpx")
+    }
+    arrays = {key: pd.read_csv(tmp_path / "scored" / f"esol-seed0-{key[0]}-{key[1]}.csv") for key in results}
+    for key, scores in results.items():
+        for name, value in by_hand(arrays[key]).items():
+            assert scores[name] == pytest.approx(value, rel=1e-12), (key, name)
+    for method in ("ensemble", "ensemble_zscaling"):  # the same answers, the same scores
+        for name in ("rmse", "nll", "miscalibration_area", "ence", "spearman"):
+            chemprop, ddpx = results[method, "chemprop"][name], results[method, "ddpx"][name]
+            assert ddpx == pytest.approx(chemprop, rel=1e-4, abs=1e-9), (method, name)
+
+    # ddpx.s one run: the raw spread squared, and the calibrated variance, s² of the dev errors over it
+    written = pd.read_csv(run_dir / "reports" / "heldout_predictions.csv")
+    raw, scaled = arrays["ensemble", "ddpx"]["variance"], arrays["ensemble_zscaling", "ddpx"]["variance"]
+    assert np.allclose(raw, written["ensemble_spread"] ** 2) and np.allclose(raw, written["variance"], rtol=1e-5)
+    assert np.allclose(scaled, written["calibrated_variance"])
+    dev_mean, dev_var = dev.astype(np.float64).mean(0), dev.astype(np.float64).var(0)
+    s2 = np.mean((y_dev - dev_mean) ** 2 / dev_var)
+    assert not np.isclose(s2, 1.0, rtol=0.5) and np.allclose(scaled / raw, s2, rtol=1e-4)
+    logged = record.metrics
+    assert results["ensemble", "ddpx"]["nll"] == pytest.approx(logged["heldout_nll_uncalibrated"], rel=1e-5)
+    assert results["ensemble_zscaling", "ddpx"]["nll"] == pytest.approx(logged["heldout_nll"], rel=1e-5)
+    with pytest.raises(SystemExit, match="ddpx logged"):  # the raw row's scores are not the calibrated ones
+        ddpx_side.check_logged(run_dir, "ensemble_zscaling", results["ensemble", "ddpx"])
+
+    # Chemprop's one ensemble: its members' variance, and that variance z-scaled by its calibrator on dev
+    chem_raw, chem_scaled = (arrays[m, "chemprop"]["variance"].to_numpy() for m in ("ensemble", "ensemble_zscaling"))
+    assert np.allclose(chem_raw, answers["logS_unc"][30:])
+    ratio = np.mean((answers["logS"][:30].to_numpy() - y_dev[:, 0]) ** 2 / answers["logS_unc"][:30].to_numpy())
+    assert chem_scaled / chem_raw == pytest.approx(ratio, rel=2e-3)  # s² of the dev NLL
+
+    # the ensemble run that serves both rows is asked for z-scaling; a classification ensemble is not
+    command = ddpx_side.ddpx_command("esol_dmpnn", tmp_path / "esol.csv", (), "ensemble_zscaling", 0, 3, 2)
+    assert "train.calibration=zscaling" in command and "train.ensemble_size=2" in command
+    command = ddpx_side.ddpx_command("bbbp_dmpnn", tmp_path / "bbbp.csv", (), "ensemble", 0, 3, 2)
+    assert "train.ensemble_size=2" in command and not [a for a in command if a.startswith("train.calibration")]
+
+
 def a_record(regression: bool) -> dict:
     """A record of two seeds, as the script writes one."""
 
@@ -123,6 +230,10 @@ def a_record(regression: bool) -> dict:
             "mve": {
                 "chemprop": seeds(rmse=(0.7, 0.9), spearman=(0.2, 0.3)),
                 "ddpx": seeds(rmse=(0.6, 0.8), spearman=(0.4, 0.6)),
+            },
+            "ensemble_zscaling": {
+                "chemprop": seeds(rmse=(0.6, 0.7), nll=(1.2, 1.4)),
+                "ddpx": seeds(rmse=(0.6, 0.7), nll=(1.1, 1.3)),
             },
             "conformal": {
                 "chemprop": seeds(coverage=(0.84, 0.86), width=(2.0, 2.2)),
@@ -170,6 +281,20 @@ def test_report_prints_the_table_again_from_a_record(tmp_path):
     assert "Chemprop 2.3.1 0.8500 (5.0 points below 90 %); ddpx 0.8850 (1.5 points below 90 %)" in out
     assert "within 2 points of 90 %: **met**" in out
     assert "ddpx 0.5000 (mve), Chemprop 0.2500 (mve). Goal, ddpx higher: **met**" in out
+    rows = [line.split(" | ")[:3] for line in lines if line.startswith("| ensemble_zscaling")]
+    assert rows == [
+        ["| ensemble_zscaling", "Chemprop 2.3.1", "the ensemble row's model; `zscaling` fitted on dev"],
+        ["| ensemble_zscaling", "ddpx", "`train.ensemble_size=2 train.calibration=zscaling`: `calibrated_variance`"],
+    ]
+
+
+def test_a_record_from_before_the_z_scaled_ensemble_row_prints_the_rows_it_has():
+    record = json.loads(RECORD.read_text())
+    assert record["methods"] == ["mve", "ensemble", "conformal"]
+    out = format_report(record)
+    rows = [line.split(" | ")[:2] for line in out.splitlines() if line.startswith("| ") and "---" not in line]
+    assert rows[1:] == [[f"| {m}", p] for m in record["methods"] for p in ("Chemprop 2.3.1", "ddpx")]
+    assert "| ensemble | ddpx | `train.ensemble_size=5` (members' spread, squared) | 0.9276 | 96.7252 |" in out
 
 
 def test_a_failed_method_reads_n_a_with_its_reason_and_the_ece_goal_compares_the_best():

@@ -99,6 +99,12 @@ def test_the_interval_says_past_short_or_level():
             "unknown ensemble 'seed' in `ensembles`. Did you mean 'seeds'?",
         ),
         ('[sets.a]\nensembles = "families"\ncandidates = ["r"]\n', "`ensembles` is a list of distinct words"),
+        ('[sets.a]\ncandidates = [{recipe = "r", baseline = true}]\n', "its only candidate 'r' is its baseline"),
+        (
+            '[sets.a]\ncandidates = [{recipe = "r", baseline = true}, {recipe = "q", baseline = true}, "p"]\n',
+            "set 'a' has 2 baselines (r, q): a set has at most one",
+        ),
+        ('[sets.a]\ncandidates = [{recipe = "r", baseline = "yes"}, "q"]\n', "`baseline` is true or false"),
     ],
 )
 def test_a_bad_study_file_is_one_clear_error(tmp_path, text, said):
@@ -117,6 +123,17 @@ def test_the_ensembles_are_its_seeds_together_unless_the_study_or_a_set_says_oth
         'ensembles = ["families"]\n[sets.a]\ncandidates = ["r"]\n[sets.b]\nensembles = []\ncandidates = ["r"]\n'
     )
     assert [s.ensembles for s in read_study(path).sets] == [("families",), ()]
+
+
+def test_a_set_may_declare_one_baseline_which_the_rule_never_chooses(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(
+        '[sets.a]\ncandidates = [{recipe = "r", name = "scratch", baseline = true}, "tuned", "other"]\n'
+        '[sets.b]\ncandidates = ["r", "q"]\n'
+    )
+    with_baseline, without = read_study(path).sets
+    assert with_baseline.baseline == "scratch" and with_baseline.contenders == ["tuned", "other"]
+    assert without.baseline is None and without.contenders == ["r", "q"]
 
 
 def made_records(ensembles: dict, published: dict) -> dict:

@@ -21,6 +21,15 @@ A study is TOML::
     name = "graph"                           # optional; the recipe's name by default
     overrides = ["model.depth=4"]            # optional
 
+    [[sets.bbbp.candidates]]
+    recipe = "bbbp_dmpnn"
+    name = "scratch"
+    baseline = true                          # optional: runs every seed, is never chosen, and the
+                                             # chosen candidate is compared with it seed by seed
+
+A set has at most one baseline, never its only candidate: the rule chooses among the others, and
+the report compares the chosen one with it on held-out values (chosen − baseline, seed by seed).
+
 A file's digest names its study: changing the file after a choice was made starts a new study.
 """
 
@@ -50,7 +59,7 @@ ENSEMBLES = {
 DEFAULT_ENSEMBLES = ("seeds",)
 TOP_KEYS = {"name", "description", "seeds", "rule", "overrides", "ensembles", "sets"}
 SET_KEYS = {"data", "overrides", "published", "ensembles", "candidates"}
-CANDIDATE_KEYS = {"recipe", "name", "overrides"}
+CANDIDATE_KEYS = {"recipe", "name", "overrides", "baseline"}
 EXAMPLE = '`[[sets.NAME.candidates]]` with `recipe = "bbbp_dmpnn"`'
 
 
@@ -59,6 +68,7 @@ class Candidate:
     name: str
     recipe: str  # a registered recipe's name, or a path made absolute
     overrides: tuple[str, ...] = ()
+    baseline: bool = False  # run like any candidate, never chosen: the chosen one is compared with it
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,16 @@ class StudySet:
     overrides: tuple[str, ...] = ()
     published: dict[str, float] = field(default_factory=dict)
     ensembles: tuple[str, ...] = DEFAULT_ENSEMBLES  # reported beside the chosen candidate's own models
+
+    @property
+    def baseline(self) -> str | None:
+        """The name of the set's baseline candidate, if it declares one."""
+        return next((c.name for c in self.candidates if c.baseline), None)
+
+    @property
+    def contenders(self) -> list[str]:
+        """The names of the candidates the rule chooses among: every one but the baseline."""
+        return [c.name for c in self.candidates if not c.baseline]
 
     def overrides_of(self, candidate: Candidate, seed: int) -> list[str]:
         """Every ``KEY=VALUE`` of one run: the study's and the set's, the candidate's, the data, the seed
@@ -143,6 +163,7 @@ def _study_set(name: str, values: Any, folder: Path, where: str, every: Every) -
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise UserError(f'{where} names candidate(s) {", ".join(twice)} twice: give each a `name = "..."` of its own.')
+    _check_baseline(candidates, where)
     published = values.get("published", {})
     if not isinstance(published, dict) or not all(isinstance(v, (int, float)) for v in published.values()):
         raise UserError(f'{where}: `published` maps a row\'s label to its number, like {{ "D-MPNN" = 0.913 }}.')
@@ -168,7 +189,27 @@ def _candidate(item: Any, folder: Path, where: str) -> Candidate:
         recipe = str(_from(folder, recipe))
     name = _text(item.get("name", Path(recipe).stem if recipe.endswith(".toml") else recipe), "name", where)
     check_path_name(name, "candidate name")
-    return Candidate(name=name, recipe=recipe, overrides=_overrides(item.get("overrides", []), where))
+    baseline = item.get("baseline", False)
+    if not isinstance(baseline, bool):
+        raise UserError(f"{where}, candidate '{name}': `baseline` is true or false; write baseline = true.")
+    return Candidate(
+        name=name, recipe=recipe, overrides=_overrides(item.get("overrides", []), where), baseline=baseline
+    )
+
+
+def _check_baseline(candidates: tuple[Candidate, ...], where: str) -> None:
+    """At most one baseline, and never the set's only candidate: the rule chooses among the others."""
+    baselines = [c.name for c in candidates if c.baseline]
+    if len(baselines) > 1:
+        raise UserError(
+            f"{where} has {len(baselines)} baselines ({', '.join(baselines)}): a set has at most one, the "
+            "candidate the chosen one is compared with; write `baseline = true` on one candidate only."
+        )
+    if baselines and len(candidates) == 1:
+        raise UserError(
+            f"{where}: its only candidate '{baselines[0]}' is its baseline, which is never chosen: add the "
+            "candidates the rule chooses among, or remove `baseline = true`."
+        )
 
 
 def _from(folder: Path, text: str) -> Path:

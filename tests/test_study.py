@@ -68,6 +68,18 @@ def test_the_rule_takes_the_best_mean_dev_of_complete_candidates_ties_to_the_fir
     assert choice["chosen"] == "a" and choice["evidence"]["c"]["complete"] is False
 
 
+def test_the_rule_never_chooses_the_baseline_and_the_choice_names_it():
+    from ddpx.config.study_file import Candidate, StudySet
+    from ddpx.launch.study import set_choice
+
+    runs = [record(name, seed, dev) for name, dev in [("scratch", 0.9), ("a", 0.6), ("b", 0.7)] for seed in (0, 1)]
+    scratch, a, b = Candidate("scratch", "r", baseline=True), Candidate("a", "r"), Candidate("b", "r")
+    choice = set_choice(StudySet("s", (scratch, a, b)), runs, (0, 1))
+    assert choice["chosen"] == "b" and choice["baseline"] == "scratch" and set(choice["evidence"]) == {"a", "b"}
+    plain = set_choice(StudySet("s", (Candidate("scratch", "r"), a, b)), runs, (0, 1))
+    assert plain == choose(runs, ["scratch", "a", "b"], (0, 1)) and plain["chosen"] == "scratch"
+
+
 def test_held_out_values_are_unreadable_for_a_set_without_a_recorded_choice(tmp_path):
     folder = StudyDir(tmp_path, "s", "f" * 10, "c" * 10)
     folder.create("", {})

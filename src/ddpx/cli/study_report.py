@@ -33,7 +33,8 @@ def print_choice(recorded) -> None:
             for candidate, values in choice["evidence"].items()
             if values["mean_dev"] is not None
         )
-        click.echo(f"ddpx: set {name}: chose {chosen} by mean dev_{choice['metric']} ({means})")
+        beside = f"; its baseline {choice['baseline']} is never chosen" if choice.get("baseline") else ""
+        click.echo(f"ddpx: set {name}: chose {chosen} by mean dev_{choice['metric']} ({means}){beside}")
     click.echo(f"ddpx: the choice is recorded in {recorded.study.path / 'choice.json'} and on the parent run")
 
 

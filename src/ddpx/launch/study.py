@@ -5,8 +5,9 @@ Every run's recipe is resolved and its launch planned before the first starts. A
 is reused, so a study stopped by Ctrl-C, a crash or the end of a day goes on where it stopped,
 and a run of other code is never mixed in. The tracker gets one parent run for the study with
 every run nested under it. Once every run has finished, the choice per set is made on dev
-values alone, written to ``choice.json`` and to the parent run, and only then are held-out
-values read (:class:`~ddpx.records.study_records.RecordedChoice`).
+values alone (among its candidates but its baseline, which is never chosen), written to
+``choice.json`` and to the parent run, and only then are held-out values read
+(:class:`~ddpx.records.study_records.RecordedChoice`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ddpx.config.recipe import resolve_recipe
-from ddpx.config.study_file import StudySpec
+from ddpx.config.study_file import StudySet, StudySpec
 from ddpx.contract.launch_settings import LaunchSettings
 from ddpx.contract.run_dir import DEFAULT_ROOT, RunDir
 from ddpx.launch.parallel_trials import Slot, run_side_by_side
@@ -201,13 +202,7 @@ def record_choice(study: Study, parent: GuardedTracker) -> RecordedChoice:
     if (study.folder.path / "choice.json").is_file():
         return RecordedChoice.read(study.folder)
     records = study.records()
-    choice = {}
-    for study_set in study.spec.sets:
-        in_set = [r for r in records if r.set == study_set.name]
-        names = [c.name for c in study_set.candidates]
-        choice[study_set.name] = (
-            choose(in_set, names, study.spec.seeds) if in_set else {"chosen": None, "reason": "no run finished"}
-        )
+    choice = {study_set.name: set_choice(study_set, records, study.spec.seeds) for study_set in study.spec.sets}
     recorded = study.folder.record_choice(choice)
     parent.set_tags({f"ddpx.study.choice.{name}": str(c.get("chosen")) for name, c in choice.items()})
     parent.log_metrics(
@@ -220,3 +215,11 @@ def record_choice(study: Study, parent: GuardedTracker) -> RecordedChoice:
     parent.log_artifact(study.folder.path / "choice.json", "study")
     study.folder.event("choice recorded on the parent run", run_id=parent.run_id)
     return recorded
+
+
+def set_choice(study_set: StudySet, records: list[RunRecord], seeds: tuple[int, ...]) -> dict[str, Any]:
+    """One set's choice by the rule, on dev alone, among its candidates but its baseline; a set with a
+    baseline names it beside the choice."""
+    in_set = [r for r in records if r.set == study_set.name]
+    choice = choose(in_set, study_set.contenders, seeds) if in_set else {"chosen": None, "reason": "no run finished"}
+    return {**choice, "baseline": study_set.baseline} if study_set.baseline else choice

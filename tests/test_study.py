@@ -186,6 +186,90 @@ def test_the_table_shows_the_ensembles_beside_the_chosen_candidate_and_says_why_
     assert "together" not in old and "| bbbp | roc_auc | a | 0.8000 | 0.7500 ± 0.0707 (2) | | |" in old
 
 
+def baseline_set(name: str, metric: str, higher: bool, tuned: list, scratch: list) -> dict:
+    """Exported records of one set whose chosen candidate ``tuned`` has the baseline ``scratch``
+    (their held-out values by seed; ``None``: no run of that seed)."""
+    runs = [
+        {"candidate": candidate, "seed": seed, "dev": 0.5, "heldout": {f"heldout_{metric}": value}}
+        for candidate, values in (("tuned", tuned), ("scratch", scratch))
+        for seed, value in enumerate(values)
+        if value is not None
+    ]
+    entry = made_records({}, {})["sets"][0]
+    entry.update(name=name, metric=metric, greater_is_better=higher, chosen="tuned", baseline="scratch", runs=runs)
+    entry.update(candidates=["scratch", "tuned"], evidence={"tuned": {"mean_dev": 0.5}})
+    return entry
+
+
+def test_the_table_compares_the_chosen_candidate_with_the_baseline_seed_by_seed():
+    auc = baseline_set("bbbp", "roc_auc", True, [0.80, 0.82, 0.84], [0.75, 0.78, 0.80])
+    rmse = baseline_set("esol", "rmse", False, [0.60, 0.62, 0.58], [0.70, 0.73, None])  # seed 2: no baseline run
+    plain = made_records({}, {"x": 0.7})["sets"][0]
+    lines = markdown({"format": 2, "study": {}, "sets": [auc, rmse, plain]}).splitlines()
+    assert lines[2].endswith(
+        "| baseline | baseline held-out mean ± sd (seeds) | chosen − baseline, seed by seed: difference "
+        "[95 % interval] (seeds) | | against published: difference [95 % interval] | |"
+    )
+    mean, low, high = t_interval([0.05, 0.04, 0.04])
+    assert f"| scratch | 0.7767 ± 0.0252 (3) | {mean:+.4f} [{low:+.4f}, {high:+.4f}] (3) | past |" in lines[4]
+    assert lines[4].endswith("+0.0433 [+0.0290, +0.0577] (3) | past | | |")
+    mean, low, high = t_interval([0.60 - 0.70, 0.62 - 0.73])  # the seeds both have; lower is better
+    assert lines[5].endswith(
+        f"| scratch | 0.7150 ± 0.0212 (2) | {mean:+.4f} [{low:+.4f}, {high:+.4f}] (2) | past | | |"
+    )
+    assert verdict(low, high, True) == "short"  # were higher better, the same difference would be short
+    assert lines[6].startswith("| bbbp | roc_auc | a | 0.8000 | 0.7500 ± 0.0707 (2) |  |  |  |  | x 0.700: ")
+    nothing = {**auc, "runs": [r for r in auc["runs"] if r["candidate"] == "tuned"]}
+    table = markdown({"format": 2, "study": {}, "sets": [nothing]})
+    assert (
+        "| scratch | — (note 1) |  |  | | |" in table
+        and "1. bbbp, baseline scratch: no run of it has a held-out" in table
+    )
+    assert "baseline" not in markdown(made_records({}, {"x": 0.7}))  # no baseline: the table as it was
+
+
+def finished_run(folder: Path, set_name: str, candidate: str, seed: int, value: float) -> RunRecord:
+    """A finished run's folder with its summary.json (no training), and its record."""
+    from ddpx.contract.records import RunSummary
+
+    run_dir = folder / f"{set_name}-{candidate}-{seed}"
+    run_dir.mkdir(parents=True)
+    summary = RunSummary({"heldout_roc_auc": value}, "roc_auc", True, value, 1, 1, 0.0, 10, run_dir=str(run_dir))
+    summary.write(run_dir / "summary.json")
+    return RunRecord.of(set_name, candidate, seed, f"{set_name}{candidate}{seed}", summary)
+
+
+def test_the_baseline_is_read_after_the_choice_and_its_table_regenerates_from_the_export(tmp_path):
+    from ddpx.launch.study import set_choice
+    from ddpx.records.study_report import export_records, write_records
+
+    (tmp_path / "s.toml").write_text(
+        'seeds = [0, 1]\nensembles = []\n[sets.a]\ncandidates = [{recipe = "r", name = "scratch", baseline = true},'
+        ' "tuned"]\n[sets.b]\ncandidates = ["r", "q"]\n'
+    )
+    spec = read_study(tmp_path / "s.toml")
+    runs = [
+        finished_run(tmp_path / "runs", s, c, seed, 0.7 + 0.1 * (c == "tuned") + 0.01 * seed)
+        for s, names in (("a", ("scratch", "tuned")), ("b", ("r", "q")))
+        for c in names
+        for seed in (0, 1)
+    ]
+    folder = StudyDir(tmp_path / "studies", spec.name, spec.digest, "c" * 10)
+    folder.create(spec.text, {})
+    recorded = folder.record_choice({s.name: set_choice(s, runs, spec.seeds) for s in spec.sets})
+    records = export_records(spec, recorded, runs, {"study.name": spec.name})
+    with_baseline, without = records["sets"]
+    assert with_baseline["chosen"] == "tuned" and with_baseline["baseline"] == "scratch" and "baseline" not in without
+    events = [(e["event"], e.get("candidate")) for e in folder.events()]
+    assert events[0] == ("choice recorded", None) and ("heldout read", "scratch") in events
+    exported = write_records(records, tmp_path / "records.json")
+    table = markdown(read_records(exported))
+    assert (
+        table == markdown(records)
+        and "| scratch | 0.7050 ± 0.0071 (2) | +0.1000 [+0.1000, +0.1000] (2) | past |" in table
+    )
+
+
 def test_a_bad_key_in_any_run_is_an_error_before_anything_starts(ddpx_here, tmp_path):
     (tmp_path / "s.toml").write_text(STUDY.replace("model.dim_hidden=16", "model.dim_hiden=16"))
     result = ddpx_here("study", "run", "s.toml", "--tracking", "none")

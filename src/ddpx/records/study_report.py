@@ -10,6 +10,10 @@ interval is on the better side, "short" where it is on the worse, "level" where 
 Beside them, as outcomes of their own, the ensembles the set declares
 (:mod:`ddpx.records.study_ensembles`): its seeds together, and the families together (mean ± sd
 over the seeds); where one has no value, "—" and a numbered note under the table says why.
+A set with a baseline (a candidate never chosen) adds its held-out mean ± sd and the chosen
+candidate's paired difference against it (chosen − baseline, seed by seed, over the seeds both
+have) with the same interval and words; a study without a baseline has neither those columns
+nor a ``baseline`` key in its records.
 """
 
 from __future__ import annotations
@@ -23,8 +27,12 @@ from typing import Any
 from ddpx.records.study_ensembles import set_ensembles
 from ddpx.records.study_records import RecordedChoice, RunRecord
 
-FORMAT = 2  # 2: each set's ensembles
+FORMAT = 2  # 2: each set's ensembles (and a set's "baseline", only where it has one)
 ENSEMBLE_COLUMNS = {"seeds": "its seeds together", "families": "families together, mean ± sd (seeds)"}
+BASELINE_COLUMNS = (
+    " baseline | baseline held-out mean ± sd (seeds) | chosen − baseline, seed by seed: difference [95 % interval]"
+    " (seeds) | |"
+)
 
 
 def export_records(spec: Any, recorded: RecordedChoice, records: list[RunRecord], info: dict[str, Any]) -> dict:
@@ -54,6 +62,7 @@ def _set_records(spec: Any, study_set: Any, recorded: RecordedChoice, in_set: li
         "evidence": choice.get("evidence", {}),
         "published": study_set.published,
         "ensembles": ensembles,
+        **({"baseline": choice["baseline"]} if choice.get("baseline") else {}),
         "runs": [
             {"candidate": r.candidate, "seed": r.seed, "dev": r.dev, "heldout": heldout[r.candidate, r.seed]}
             for r in in_set
@@ -90,9 +99,10 @@ def verdict(low: float, high: float, greater_is_better: bool) -> str:
     return "level"
 
 
-def _set_rows(entry: dict, ensembles: list[str], notes: list[str]) -> list[str]:
+def _set_rows(entry: dict, ensembles: list[str], baselines: bool, notes: list[str]) -> list[str]:
     metric, chosen = entry["metric"], entry["chosen"]
-    together = "".join(f" {cell} |" for cell in _ensemble_cells(entry, ensembles, notes))
+    beside = _ensemble_cells(entry, ensembles, notes) + (_baseline_cells(entry, notes) if baselines else [])
+    together = "".join(f" {cell} |" for cell in beside)
     if not chosen:
         return [f"| {entry['name']} | {metric} | none chosen | | |{together} | |"]
     runs = sorted((r for r in entry["runs"] if r["candidate"] == chosen), key=lambda r: r["seed"])
@@ -106,8 +116,36 @@ def _set_rows(entry: dict, ensembles: list[str], notes: list[str]) -> list[str]:
         mean, low, high = t_interval([v - published for v in values])
         compared = f"{label} {published:.3f}: {mean:+.4f} [{low:+.4f}, {high:+.4f}]"
         said = verdict(low, high, entry["greater_is_better"])
-        rows.append(f"{first if number == 0 else '| |' + ' |' * (4 + len(ensembles))} {compared} | {said} |")
+        rows.append(f"{first if number == 0 else '| |' + ' |' * (4 + len(beside))} {compared} | {said} |")
     return rows
+
+
+def _baseline_cells(entry: dict, notes: list[str]) -> list[str]:
+    """The baseline's name and held-out mean ± sd, and the chosen candidate's difference against it
+    seed by seed (chosen − baseline, over the seeds both have) with its 95 % interval and what it
+    says; empty where the set has no baseline, "—" with a numbered note where it has no value."""
+    baseline = entry.get("baseline")
+    if not baseline:
+        return ["", "", "", ""]
+    own = _heldout_by_seed(entry, baseline)
+    if not own:
+        notes.append(f"{entry['name']}, baseline {baseline}: no run of it has a held-out {entry['metric']}.")
+        return [baseline, f"— (note {len(notes)})", "", ""]
+    cells = [baseline, _mean_sd(list(own.values()))]
+    chosen = _heldout_by_seed(entry, entry["chosen"]) if entry["chosen"] else {}
+    differences = [chosen[seed] - value for seed, value in own.items() if seed in chosen]
+    if not differences:
+        return [*cells, "", ""]
+    mean, low, high = t_interval(differences)
+    compared = f"{mean:+.4f} [{low:+.4f}, {high:+.4f}] ({len(differences)})"
+    return [*cells, compared, verdict(low, high, entry["greater_is_better"])]
+
+
+def _heldout_by_seed(entry: dict, candidate: str) -> dict[int, float]:
+    """A candidate's held-out values of the set's metric by seed, in the order of the seeds."""
+    key = f"heldout_{entry['metric']}"
+    runs = sorted((r for r in entry["runs"] if r["candidate"] == candidate), key=lambda r: r["seed"])
+    return {r["seed"]: r["heldout"][key] for r in runs if r["heldout"].get(key) is not None}
 
 
 def _mean_sd(values: list[float]) -> str:
@@ -141,7 +179,8 @@ def _ensembles_reported(records: dict) -> list[str]:
 def markdown(records: dict) -> str:
     """The study's table, from its exported records alone."""
     study, ensembles, notes = records["study"], _ensembles_reported(records), []
-    rows = [row for entry in records["sets"] for row in _set_rows(entry, ensembles, notes)]
+    baselines = any(entry.get("baseline") for entry in records["sets"])
+    rows = [row for entry in records["sets"] for row in _set_rows(entry, ensembles, baselines, notes)]
     lines = [
         f"Study `{study.get('study.name', '')}` (file sha256 {study.get('study.digest', '')[:12]}, "
         f"code {study.get('code.commit', study.get('code.code_digest', ''))[:12]}), "
@@ -149,8 +188,12 @@ def markdown(records: dict) -> str:
         "",
         "| set | metric | chosen | dev (mean) | held-out mean ± sd (seeds) |"
         + "".join(f" {ENSEMBLE_COLUMNS[name]} |" for name in ensembles)
+        + (BASELINE_COLUMNS if baselines else "")
         + " against published: difference [95 % interval] | |",
-        "| --- | --- | --- | ---: | ---: |" + " ---: |" * len(ensembles) + " --- | --- |",
+        "| --- | --- | --- | ---: | ---: |"
+        + " ---: |" * len(ensembles)
+        + (" --- | ---: | --- | --- |" if baselines else "")
+        + " --- | --- |",
         *rows,
     ]
     if notes:

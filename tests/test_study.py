@@ -5,6 +5,7 @@ the exported records alone."""
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -52,6 +53,7 @@ overrides = ["model.dim_hidden=16"]
 [[sets.hard.candidates]]
 recipe = "{TINY}"
 name = "wide"
+baseline = true
 """
 
 
@@ -327,6 +329,10 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
     assert events.index("choice recorded on the parent run") < events.index("heldout read")
     assert events.index("choice recorded on the parent run") < events.index("heldout predictions read")
     assert "chose" in out and "| easy | accuracy |" in out
+    assert "set hard: chose narrow by mean dev_accuracy (narrow " in out and "its baseline wide is never chosen" in out
+    read = [(e["event"], e.get("set"), e.get("candidate")) for e in _events(folder)]
+    baseline_reads = [i for i, what in enumerate(read) if what == ("heldout read", "hard", "wide")]
+    assert len(baseline_reads) == 2 and min(baseline_reads) > events.index("choice recorded on the parent run")
 
     client = MlflowClient(tracking_uri)
     runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
@@ -358,13 +364,18 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
         check=True,
     ).stdout
     assert report == again == markdown(json.loads(exported.read_text())) and report in out
-    assert "| its seeds together | families together, mean ± sd (seeds) |" in report
+    assert "| its seeds together | families together, mean ± sd (seeds) | baseline |" in report
+    assert re.search(
+        r"\| hard \| accuracy \| narrow \|.* \| wide \| [\d.]+ ± [\d.]+ \(2\) \| [-+][\d.]+ \[.*\] \(2\) \| (past|short|level) \|",
+        report,
+    )
 
     # the synthetic task draws its data from the seed: the seeds' models answer different samples and
     # make no ensemble, which the records and the table say; the candidates' models of one seed answer
     # the same samples, and their ensemble is their class probabilities averaged sample by sample,
     # as computed here from their predictions files alone
     easy, hard = json.loads(exported.read_text())["sets"]
+    assert hard["baseline"] == "wide" and hard["chosen"] == "narrow" and "baseline" not in easy
     assert set(easy["ensembles"]) == {"seeds"} and easy["ensembles"]["seeds"]["value"] is None
     assert "the runs' held-out samples differ" in hard["ensembles"]["seeds"]["reason"]
     assert "— (note 1) |" in report and "\n1. easy, its seeds together: the runs' held-out samples" in report

@@ -423,6 +423,28 @@ def test_the_moleculenet_study_declares_runnable_candidates():
             assert recipe.config["dataset"]["split"] == "scaffold"
 
 
+def test_the_pretraining_study_compares_fine_tuned_candidates_with_the_same_recipe_from_scratch():
+    """Its sets and seeds are the MoleculeNet study's; each set's baseline is its graph recipe from scratch, and
+    every other candidate is that recipe starting from the registered MOSES encoder."""
+    from ddpx.config.recipe import resolve_recipe
+    from ddpx.plugin_host.registry import load_registry
+
+    studies = ROOT / "benchmarks" / "studies"
+    spec, moleculenet = read_study(studies / "pretraining.toml"), read_study(studies / "moleculenet.toml")
+    assert [s.name for s in spec.sets] == [s.name for s in moleculenet.sets] and spec.seeds == moleculenet.seeds
+    registry = load_registry()
+    for study_set, same in zip(spec.sets, moleculenet.sets):
+        assert (study_set.data, study_set.published) == (same.data, same.published)
+        (baseline,) = [c for c in study_set.candidates if c.name == study_set.baseline]
+        assert baseline.recipe == f"{study_set.name}_dmpnn" and baseline.overrides == ()
+        for candidate in study_set.candidates:
+            recipe = resolve_recipe(registry, candidate.recipe, study_set.overrides_of(candidate, 0))
+            encoder = "" if candidate is baseline else "models:/moses_pretrain_dmpnn/1"
+            assert recipe.config["model"]["encoder_from"] == encoder and candidate.recipe == baseline.recipe
+            assert recipe.config["dataset"]["split"] == "scaffold"
+        assert len(study_set.contenders) == (1 if study_set.name == "hiv" else 2)
+
+
 def test_the_results_page_holds_the_table_the_moleculenet_studys_records_make():
     """docs/results.md's study table is ``ddpx study report benchmarks/studies/moleculenet.json``,
     byte for byte, once the study's records are committed."""

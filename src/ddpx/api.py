@@ -45,7 +45,9 @@ Importing it is cheap: neither torch nor mlflow is imported.
 - :func:`run_supervised` runs a supervising command (torchrun, srun) that Ctrl-C or a SIGTERM
   to ``ddpx`` stops, ranks and all.
 - :func:`threads_per_rank` sizes each started process's CPU threads; :func:`cpu_share` is that
-  share; :func:`local_gpu_count` counts GPUs without importing torch where there are none.
+  share; :func:`local_gpu_count` counts GPUs without importing torch where there are none;
+  :func:`signals_held` holds Ctrl-C and SIGTERM back while processes start, so every one of them
+  has a pid to stop when the signal arrives.
 
 **Data and checkpoints**
 
@@ -77,6 +79,7 @@ from ddpx.contract.cpu_threads import cpu_share, threads_per_rank
 from ddpx.contract.data_dir import DATA_DIR_ENV, data_root
 from ddpx.contract.encoders import EncoderSpec, PretrainedEncoder
 from ddpx.contract.errors import PluginError, UserError, did_you_mean, listed
+from ddpx.contract.held_signals import signals_held
 from ddpx.contract.job import Job
 from ddpx.contract.launch_settings import LaunchSettings
 from ddpx.contract.markers import hookimpl
@@ -192,5 +195,6 @@ __all__ = [
     "model_state_from",
     "run_rank",
     "run_supervised",
+    "signals_held",
     "threads_per_rank",
 ]

@@ -25,7 +25,16 @@ import tempfile
 import time
 from datetime import timedelta
 
-from ddpx.api import Job, LauncherSpec, LaunchOutcome, UserError, hookimpl, run_rank, threads_per_rank
+from ddpx.api import (
+    Job,
+    LauncherSpec,
+    LaunchOutcome,
+    UserError,
+    hookimpl,
+    run_rank,
+    signals_held,
+    threads_per_rank,
+)
 
 STORE_TIMEOUT = timedelta(minutes=30)
 STOP_GRACE_S = 15.0  # Ctrl-C: time for every rank to record its stop
@@ -153,8 +162,9 @@ def start_and_join(job: Job) -> LaunchOutcome:
                 )
                 for local_rank in range(settings.nproc)
             ]
-            for process in processes:
-                process.start()
+            with signals_held():  # a Ctrl-C lands once every rank has a pid to stop
+                for process in processes:
+                    process.start()
         status = join_ranks(processes)
     except KeyboardInterrupt:  # while the ranks start, too: those started are stopped, none left behind
         started = [p for p in processes if p.pid is not None]  # a rank not started yet has nothing to stop

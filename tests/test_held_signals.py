@@ -1,0 +1,37 @@
+"""``signals_held``: a Ctrl-C or SIGTERM that lands while a launcher starts its ranks arrives once they
+have all started, to the handlers that were there before."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from ddpx.api import signals_held
+
+
+def test_a_ctrl_c_inside_the_block_is_raised_at_its_end_not_before():
+    reached = []
+    with pytest.raises(KeyboardInterrupt), signals_held():
+        os.kill(os.getpid(), signal.SIGINT)
+        reached.append("after the signal")  # the block goes on: every process gets started
+        os.kill(os.getpid(), signal.SIGINT)  # a second one is the same stop
+        reached.append("end of the block")
+    assert reached == ["after the signal", "end of the block"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_sigterm_goes_to_the_handler_that_was_there_before():
+    came = []
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: came.append(signum))
+    try:
+        with signals_held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            assert came == []
+        assert came == [signal.SIGTERM]
+        with signals_held():  # no signal: nothing is raised, the handler is back
+            pass
+        assert came == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGTERM, before)

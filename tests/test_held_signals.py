@@ -1,5 +1,5 @@
 """``signals_held``: a Ctrl-C or SIGTERM that lands while a launcher starts its ranks arrives once they
-have all started, to the handlers that were there before."""
+have all started (or starting them failed), to the handlers that were there before; a second one at once."""
 
 from __future__ import annotations
 
@@ -16,10 +16,26 @@ def test_a_ctrl_c_inside_the_block_is_raised_at_its_end_not_before():
     with pytest.raises(KeyboardInterrupt), signals_held():
         os.kill(os.getpid(), signal.SIGINT)
         reached.append("after the signal")  # the block goes on: every process gets started
-        os.kill(os.getpid(), signal.SIGINT)  # a second one is the same stop
-        reached.append("end of the block")
-    assert reached == ["after the signal", "end of the block"]
+    assert reached == ["after the signal"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_the_held_ctrl_c_wins_over_an_error_of_the_block():
+    """A Ctrl-C that kills the fork server while it starts makes ``start()`` fail: the stop is not lost."""
+    with pytest.raises(KeyboardInterrupt) as raised, signals_held():
+        os.kill(os.getpid(), signal.SIGINT)
+        raise EOFError("the fork server went away")
+    assert isinstance(raised.value.__context__, EOFError)
+
+
+def test_a_second_ctrl_c_is_obeyed_at_once():
+    reached = []
+    with pytest.raises(KeyboardInterrupt), signals_held():
+        os.kill(os.getpid(), signal.SIGINT)
+        reached.append("held")
+        os.kill(os.getpid(), signal.SIGINT)
+        reached.append("not reached")
+    assert reached == ["held"] and signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_a_sigterm_goes_to_the_handler_that_was_there_before():

@@ -227,6 +227,10 @@ def test_the_table_compares_the_chosen_candidate_with_the_baseline_seed_by_seed(
         "| scratch | — (note 1) |  |  | | |" in table
         and "1. bbbp, baseline scratch: no run of it has a held-out" in table
     )
+    apart = {**auc, "runs": [r for r in auc["runs"] if (r["candidate"] == "tuned") == (r["seed"] == 0)]}
+    table = markdown({"format": 2, "study": {}, "sets": [apart]})  # chosen: seed 0 only; baseline: seeds 1, 2
+    assert "| scratch | 0.7900 ± 0.0141 (2) | — (note 1) |  | | |" in table
+    assert "1. bbbp: tuned and its baseline scratch have no seed's held-out value in common." in table
     assert "baseline" not in markdown(made_records({}, {"x": 0.7}))  # no baseline: the table as it was
 
 
@@ -434,7 +438,7 @@ def test_the_pretraining_study_compares_fine_tuned_candidates_with_the_same_reci
     assert [s.name for s in spec.sets] == [s.name for s in moleculenet.sets] and spec.seeds == moleculenet.seeds
     registry = load_registry()
     for study_set, same in zip(spec.sets, moleculenet.sets):
-        assert (study_set.data, study_set.published) == (same.data, same.published)
+        assert (study_set.data, study_set.overrides, study_set.published) == (same.data, same.overrides, same.published)
         (baseline,) = [c for c in study_set.candidates if c.name == study_set.baseline]
         assert baseline.recipe == f"{study_set.name}_dmpnn" and baseline.overrides == ()
         for candidate in study_set.candidates:

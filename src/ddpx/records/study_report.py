@@ -134,6 +134,11 @@ def _baseline_cells(entry: dict, notes: list[str]) -> list[str]:
     cells = [baseline, _mean_sd(list(own.values()))]
     chosen = _heldout_by_seed(entry, entry["chosen"]) if entry["chosen"] else {}
     differences = [chosen[seed] - value for seed, value in own.items() if seed in chosen]
+    if not differences and entry["chosen"]:
+        notes.append(
+            f"{entry['name']}: {entry['chosen']} and its baseline {baseline} have no seed's held-out value in common."
+        )
+        return [*cells, f"— (note {len(notes)})", ""]
     if not differences:
         return [*cells, "", ""]
     mean, low, high = t_interval(differences)

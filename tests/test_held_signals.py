@@ -11,6 +11,14 @@ import pytest
 from ddpx.api import signals_held
 
 
+@pytest.fixture(autouse=True)
+def ctrl_c_raises():
+    """Ctrl-C as a terminal's ddpx has it (a pytest-xdist worker ignores SIGINT), put back after."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 def test_a_ctrl_c_inside_the_block_is_raised_at_its_end_not_before():
     reached = []
     with pytest.raises(KeyboardInterrupt), signals_held():

@@ -69,7 +69,7 @@ def study_group() -> None:
 def study_run_command(file, dry_run, parallel, choose_with_failures, **values) -> None:
     """Run every (set, candidate, seed) of the study FILE not yet finished, then choose per set on dev."""
     from ddpx.cli.run_commands import at_once, trial_slots
-    from ddpx.cli.study_report import print_choice, print_run, print_table
+    from ddpx.cli.study_report import RunProgress, print_choice, print_table
     from ddpx.config.study_file import read_study
     from ddpx.launch.study import StudyUnfinished, plan_study, run_study
 
@@ -91,7 +91,7 @@ def study_run_command(file, dry_run, parallel, choose_with_failures, **values) -
         recorded = run_study(
             registry,
             study,
-            report=print_run,
+            report=RunProgress(len(study.to_run)),
             warn=lambda text: click.echo(f"Warning: {text}", err=True),
             slots=slots,
             choose_with_failures=choose_with_failures,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+from datetime import timedelta
 from pathlib import Path
 
 import click
@@ -10,7 +12,20 @@ import click
 from ddpx.contract.errors import UserError
 
 
-def print_run(trial) -> None:
+class RunProgress:
+    """What ``ddpx study run`` prints as each run ends: :func:`print_run`'s line with how far the
+    command has come, the runs ended of those it has to run and the time since it began."""
+
+    def __init__(self, to_run: int):
+        self.to_run, self.ended, self.began = to_run, 0, time.monotonic()
+
+    def __call__(self, trial) -> None:
+        self.ended += 1
+        since = timedelta(seconds=round(time.monotonic() - self.began))
+        print_run(trial, f"{self.ended} of {self.to_run} ended, {since} since the start")
+
+
+def print_run(trial, progress: str = "") -> None:
     """One line as a run ends: its dev value, never its held-out one (the choice is not made yet)."""
     from ddpx.cli.sweep_report import dev_text
 
@@ -19,7 +34,7 @@ def print_run(trial) -> None:
         detail = f"{dev_text(trial)} ({f'{len(members)} members' if members else f'epoch {trial.summary.best_epoch}'})"
     else:
         detail = f"FAILED: {(trial.error or 'no error recorded').strip().splitlines()[0]}"
-    click.echo(f"ddpx: run {trial.number} ({trial.label}): {detail}")
+    click.echo(f"ddpx: run {trial.number} ({trial.label}): {detail}{f' [{progress}]' if progress else ''}")
 
 
 def print_choice(recorded) -> None:

@@ -50,3 +50,6 @@ def test_table_from_a_record(tmp_path):
     assert lines[4].endswith("| stopped | > 20,000 (stopped) |")
     assert "2.0 KiB a molecule" in out and "extrapolated, not measured" in out and "4,000 molecules" in out
     assert "abc1234" in out
+    untrained = {**row(8000, None), "train": {}}  # above --train-max: prepared, no epoch
+    lines = [line for line in report(tmp_path, [untrained]).splitlines() if line.startswith("| 8,000")]
+    assert lines == ["| 8,000 | 15.0 (10.0 + 5.0) | 344 (200 + 144) | 400; — | not run | not run | not run | not run |"]

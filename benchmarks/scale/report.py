@@ -15,8 +15,11 @@ def _number(value: float | None, digits: int = 0) -> str:
     return "—" if value is None else f"{value:,.{digits}f}"
 
 
-def _train(row: dict, ranks: str, key: str):
-    return row.get("train", {}).get(ranks, {}).get(key)
+def _train(row: dict, ranks: str) -> str:
+    """Molecules/s of the epoch at ``ranks``; "not run" for a size that trained no epoch."""
+    if not row.get("train"):
+        return "not run"
+    return _number(row["train"].get(ranks, {}).get("samples_per_s"))
 
 
 def _chemprop_cells(row: dict) -> tuple[str, str]:
@@ -37,8 +40,8 @@ def table_row(row: dict) -> str:
         f"{row['graphs_s'] + row['targets_s']:.1f} ({row['graphs_s']:.1f} + {row['targets_s']:.1f})",
         f"{graphs + targets:.0f} ({graphs:.0f} + {targets:.0f})",
         f"{_number(row['prepare_peak_rss_anon_mb'])}; {_number(peak_train)}",
-        _number(_train(row, "1", "samples_per_s")),
-        _number(_train(row, "2", "samples_per_s")),
+        _train(row, "1"),
+        _train(row, "2"),
         *_chemprop_cells(row),
     ]
     return "| " + " | ".join(cells) + " |"

@@ -21,7 +21,8 @@ so the graph store and the targets are made from nothing):
   file pages that the ranks share in the page cache, not counted there: their size on disk counts
   once for the machine.
 - **molecules/s at 1 and 2 ranks**: one epoch of training (``train.max_epochs=1``) on the caches
-  just made, the epoch's ``samples_per_s`` from the run's ``metrics.jsonl``.
+  just made, the epoch's ``samples_per_s`` from the run's ``metrics.jsonl``; up to ``--train-max``
+  molecules (an epoch of all of MOSES takes hours on 2 cores), "not run" above it.
 - **Chemprop**: its ``MoleculeDatapoint``\\s and ``MoleculeDataset`` with the graph cache, as
   ``chemprop train`` builds them, in one process (``chemprop_build.py``): its seconds and peak
   ``RssAnon``. It runs up to ``--chemprop-max`` molecules and is stopped when its private memory
@@ -55,6 +56,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data", type=Path, default=Path("../shared/data/moses/train.csv.gz"))
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 400_000, 1_584_663])
     parser.add_argument("--ranks", type=int, nargs="+", default=[1, 2], help="ranks to train one epoch at")
+    parser.add_argument(
+        "--train-max", type=int, default=None, help="largest size trained an epoch at (default: every size)"
+    )
     parser.add_argument("--chemprop-max", type=int, default=400_000, help="largest size Chemprop builds (0: none)")
     parser.add_argument("--chemprop-limit-mb", type=float, default=None, help="stop Chemprop's build past this")
     parser.add_argument("--work", type=Path, help="keep the data folders and runs here (default: a temporary one)")
@@ -73,7 +77,8 @@ def memory_mb() -> float:
 
 def measure_size(args: argparse.Namespace, size: int, work: Path, limit_mb: float) -> dict:
     folder = work / f"n{size}"
-    row = measure_ddpx(args.data, size, args.ranks, folder)
+    trained = args.train_max is None or size <= args.train_max
+    row = measure_ddpx(args.data, size, args.ranks if trained else [], folder)
     targets = Path(row.pop("targets_folder"))
     if size <= args.chemprop_max:
         row["chemprop"] = measure_chemprop(args.data, size, targets, limit_mb, folder / "chemprop.log")
@@ -100,6 +105,7 @@ def main(argv: list[str] | None = None) -> None:
         "date": date.today().isoformat(),
         "data": str(args.data),
         "ranks": args.ranks,
+        "train_max": args.train_max,
         "chemprop_max": args.chemprop_max,
         "label": args.label,
         "rows": [],

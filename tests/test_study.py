@@ -316,7 +316,8 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
     assert "heldout" not in out and "held-out" not in out  # nothing held-out shown while running
     finished = [line for line in out.splitlines() if line.startswith("ddpx: run ") and "FAILED" not in line]
     assert len(finished) == 3
-    assert re.search(r" \[1 of 8 ended, \d:\d\d:\d\d since the start\]$", finished[0]), finished[0]  # how far it has come
+    first = finished[0]  # how far the command has come
+    assert re.search(r" \[1 of 8 ended, \d:\d\d:\d\d since the start\]$", first), first
 
     crash = {"DDPX_PLUGINS": "ddpx_testplug_failing", "DDPX_TEST_FAIL_ONCE": str(tmp_path / "crashed")}
     status, out, err = run_study(tmp_path, tracking_uri, experiment, **crash)  # the next run crashes, once

@@ -105,8 +105,7 @@ def _set_rows(entry: dict, ensembles: list[str], baselines: bool, notes: list[st
     together = "".join(f" {cell} |" for cell in beside)
     if not chosen:
         return [f"| {entry['name']} | {metric} | none chosen | | |{together} | |"]
-    runs = sorted((r for r in entry["runs"] if r["candidate"] == chosen), key=lambda r: r["seed"])
-    values = [r["heldout"][f"heldout_{metric}"] for r in runs]
+    values = list(_heldout_by_seed(entry, chosen).values())
     dev = entry["evidence"][chosen]["mean_dev"]
     first = f"| {entry['name']} | {metric} | {chosen} | {dev:.4f} | {_mean_sd(values)} |{together}"
     if not entry["published"]:

@@ -128,3 +128,22 @@ def test_a_cache_stopped_half_way_goes_on_and_never_reads_a_half_written_part(tm
     assert "2 part(s)" in said[0] and len(said) == 3  # the two missing parts made again, nothing else
     numpy.testing.assert_array_equal(again.whole(), whole)
     numpy.testing.assert_array_equal(again.rows(numpy.array([11, 0, 7])), whole[[11, 0, 7]])
+
+
+def test_the_ranks_share_out_the_parts_missing_before_any_rank_wrote_one(tmp_path, monkeypatch):
+    """Rank 1 may finish its part while rank 0 still waits at the barrier: rank 0 still makes the
+    share it had when every rank had looked (parts 1 and 3 of 3), not what is missing by then."""
+    monkeypatch.setenv("DDPX_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(descriptor_cache, "PART_SIZE", 5)
+    folder = descriptor_cache.cache_folder() / descriptor_cache.cache_key(SMILES)
+    calls = []
+
+    def barrier():  # the other rank, quick: its part (the second) is on disk when rank 0 passes the barrier
+        calls.append(1)
+        if len(calls) == 1:
+            descriptor_cache._make_part(SMILES, 1, folder)
+
+    said = []
+    table = descriptor_cache.cached_descriptors(SMILES, said.append, 0, 2, barrier)
+    assert re.findall(r"part (\d) of 3", "\n".join(said)) == ["1", "3"] and len(calls) == 2
+    numpy.testing.assert_array_equal(table.whole(), compute_descriptors(SMILES))

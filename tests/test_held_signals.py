@@ -59,3 +59,30 @@ def test_a_sigterm_goes_to_the_handler_that_was_there_before():
         assert came == [signal.SIGTERM]
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+def test_a_rank_stopped_while_it_waits_for_its_port_exits_130_without_a_traceback(tmp_path):
+    """The spawn launcher's rank entry: a Ctrl-C (the launcher stops its ranks with SIGINT) before the
+    rank's job has begun, here while rank 1 waits for rank 0's port, ends the rank as a stop, quietly."""
+    import multiprocessing
+    import time
+
+    from ddpx.plugins.launchers.spawn import _rank_entry
+
+    context = multiprocessing.get_context("fork")
+    stderr = (tmp_path / "stderr").open("w")
+    saved = os.dup(2)
+    os.dup2(stderr.fileno(), 2)  # the forked rank's stderr
+    try:
+        env = {"MASTER_ADDR": "127.0.0.1", "WORLD_SIZE": "2", "PATH": os.environ.get("PATH", "")}
+        rank = context.Process(target=_rank_entry, args=(1, "never read", env, 0, 2, context.Queue()))
+        rank.start()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    time.sleep(1.0)  # rank 1 waits on the queue for a port nobody sends
+    os.kill(rank.pid, signal.SIGINT)
+    rank.join(30)
+    stderr.close()
+    said = (tmp_path / "stderr").read_text()
+    assert rank.exitcode == 130 and "Traceback" not in said and "KeyboardInterrupt" not in said, said

@@ -82,6 +82,18 @@ def _stop_with_parent() -> None:
 
 def _rank_entry(local_rank: int, job_file: str, env: dict[str, str], node_rank: int, nproc: int, ports) -> None:
     _stop_with_parent()
+    try:
+        store = _rank_setup(local_rank, env, node_rank, nproc, ports)
+    except KeyboardInterrupt:  # stopped before the rank began (its job records nothing yet): the launcher says so
+        raise SystemExit(130) from None
+    try:
+        run_rank(job_file)
+    finally:
+        del store
+
+
+def _rank_setup(local_rank: int, env: dict[str, str], node_rank: int, nproc: int, ports):
+    """This rank's environment, threads and rendezvous port; rank 0's store (kept while the rank runs)."""
     os.environ.clear()  # the launcher's environment now, not the fork server's from when it started
     os.environ.update(env)
     os.environ["LOCAL_RANK"] = str(local_rank)
@@ -99,10 +111,7 @@ def _rank_entry(local_rank: int, job_file: str, env: dict[str, str], node_rank: 
         os.environ["MASTER_PORT"] = str(store.port)
     elif ports is not None:
         os.environ["MASTER_PORT"] = str(ports.get())
-    try:
-        run_rank(job_file)
-    finally:
-        del store
+    return store
 
 
 def start_method() -> str:

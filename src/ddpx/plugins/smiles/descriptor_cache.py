@@ -18,13 +18,13 @@ import hashlib
 import json
 import os
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ddpx.plugins.smiles.descriptors import NAMES, SET, compute_descriptors
+from ddpx.plugins.smiles.shared_parts import shared_parts
 
 FORMAT = 1
 PART_SIZE = 50_000
@@ -82,28 +82,26 @@ def cached_descriptors(
     lacks between them (and writing them there)."""
     folder = cache_folder() / cache_key(smiles)
     count = max(1, -(-len(smiles) // PART_SIZE))
-    if barrier is not None and world_size > 1:
-        barrier()  # every rank sees the same parts, so they share out the same missing ones
-    parts = {i: part for i in range(count) if (part := _read_part(folder, i)) is not None}
-    missing = [i for i in range(count) if i not in parts]
-    if missing:
-        mine = missing[rank::world_size]
+
+    def announce(missing: int) -> None:
         log(
             f"computing {len(NAMES)} RDKit descriptors of {len(smiles)} molecules as pretraining targets "
-            f"({len(missing)} part(s) of up to {PART_SIZE} over {world_size} rank(s); once: they are kept in {folder})"
+            f"({missing} part(s) of up to {PART_SIZE} over {world_size} rank(s); once: they are kept in {folder})"
         )
-        started = time.perf_counter()
-        for done, i in enumerate(mine, start=1):
-            parts[i] = _make_part(smiles, i, folder)
-            log(f"  part {i + 1} of {count}: {done} of this rank's {len(mine)}, {time.perf_counter() - started:.0f} s")
-        if barrier is not None and world_size > 1:
-            barrier()
-        for i in missing:
-            parts[i] = _read_part(folder, i) if i not in mine else parts[i]
-            if parts[i] is None:
-                parts[i] = _make_part(smiles, i, folder)
-        _write_meta(folder, len(smiles), count, time.perf_counter() - started)
-    return DescriptorTable([parts[i] for i in range(count)], PART_SIZE)
+
+    parts, seconds = shared_parts(
+        count,
+        lambda i: _read_part(folder, i),
+        lambda i: _make_part(smiles, i, folder),
+        announce,
+        log,
+        rank,
+        world_size,
+        barrier,
+    )
+    if seconds is not None:
+        _write_meta(folder, len(smiles), count, seconds)
+    return DescriptorTable(parts, PART_SIZE)
 
 
 def _part_path(folder: Path, index: int) -> Path:

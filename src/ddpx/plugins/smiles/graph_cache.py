@@ -36,11 +36,11 @@ import json
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ddpx.plugins.smiles.graph_store import GraphPart, GraphStore, featurize_part, featurizer
+from ddpx.plugins.smiles.shared_parts import shared_parts
 
 FORMAT = 2
 FEATURIZER = (
@@ -87,29 +87,27 @@ def cached_graphs(
         return _MEMORY[key]
     folder = cache_folder() / key
     count = max(1, -(-len(smiles) // PART_SIZE))
-    if barrier is not None and world_size > 1:
-        barrier()  # every rank sees the same parts, so they share out the same missing ones
-    parts: dict[int, GraphPart] = {i: part for i in range(count) if (part := _read_part(folder, i)) is not None}
-    missing = [i for i in range(count) if i not in parts]
-    if missing:
+
+    def announce(missing: int) -> None:
         log(
-            f"featurizing {len(smiles)} molecules with Chemprop's featurizer ({len(missing)} part(s) of up to "
+            f"featurizing {len(smiles)} molecules with Chemprop's featurizer ({missing} part(s) of up to "
             f"{PART_SIZE} over {world_size} rank(s); once: they are kept in {folder})"
         )
-        started = time.perf_counter()
-        for done, i in enumerate(missing[rank::world_size], start=1):
-            parts[i] = _make_part(smiles, i, folder)
-            log(
-                f"  part {i + 1} of {count}: {done} of this rank's {len(missing[rank::world_size])}, "
-                f"{time.perf_counter() - started:.0f} s"
-            )
-        if barrier is not None and world_size > 1:
-            barrier()
-        for i in missing:
-            parts[i] = _read_part(folder, i) or parts.get(i) or _make_part(smiles, i, folder)
-        _write_meta(folder, len(smiles), count, time.perf_counter() - started)
+
+    parts, seconds = shared_parts(
+        count,
+        lambda i: _read_part(folder, i),
+        lambda i: _make_part(smiles, i, folder),
+        announce,
+        log,
+        rank,
+        world_size,
+        barrier,
+    )
+    if seconds is not None:
+        _write_meta(folder, len(smiles), count, seconds)
     one = featurizer()
-    store = GraphStore([parts[i] for i in range(count)], PART_SIZE, one.atom_fdim, one.bond_fdim)
+    store = GraphStore(parts, PART_SIZE, one.atom_fdim, one.bond_fdim)
     _MEMORY.clear()  # one table at a time: a sweep of one file keeps one copy
     _MEMORY[key] = store
     return store

@@ -6,6 +6,7 @@ coverage on exchangeable data. Every test here runs in this process, in well und
 
 from __future__ import annotations
 
+import json
 import math
 import types
 
@@ -141,9 +142,36 @@ def test_the_saved_calibration_answers_what_was_fitted(tmp_path):
     targets = (rng.uniform(size=80) < 0.5).astype(np.float64)
     fitted = fit_calibration(logits, targets, "bce_with_logits", [""], "isotonic")
     loaded = Calibration.load(fitted.save(tmp_path).parent)
-    assert loaded == fitted and Calibration.load(tmp_path / "elsewhere") is None
+    assert (loaded.loss, loaded.labels, loaded.method, loaded.fitted) == (
+        fitted.loss,
+        fitted.labels,
+        fitted.method,
+        fitted.fitted,
+    )
+    assert [s.tolist() for s in loaded.scores] == [s.tolist() for s in fitted.scores]  # float64, exactly
+    assert Calibration.load(tmp_path / "elsewhere") is None
     assert np.array_equal(loaded.answer(logits), fitted.answer(logits))
     assert np.array_equal(loaded.thresholds(0.8), fitted.thresholds(0.8))
+
+
+def test_the_dev_scores_are_saved_as_arrays_beside_the_json_and_older_inline_ones_still_load(tmp_path):
+    """15 689 molecules x 36 targets of dev scores were 12 MB of JSON text; as float64 arrays they are
+    the 8 bytes a number numpy stores. A model saved with the scores inside the JSON loads as before."""
+    targets, mean, variance = made_regression(2000, seed=3, targets=4)
+    fitted = fit_calibration(np.stack([mean, variance], axis=-1), targets, "gaussian_nll", list("abcd"), "zscaling")
+    new, old = tmp_path / "new", tmp_path / "old"
+    fitted.save(new)
+    assert sorted(p.name for p in new.iterdir()) == ["calibration.json", "conformal_scores.npz"]
+    assert (new / "calibration.json").stat().st_size < 2_000  # the calibrator only
+    assert (new / "conformal_scores.npz").stat().st_size < 4 * 2000 * 8 + 2_000
+    old.mkdir()
+    inline = json.loads((new / "calibration.json").read_text()) | {"scores": [s.tolist() for s in fitted.scores]}
+    (old / "calibration.json").write_text(json.dumps(inline))  # as models saved before 2026-11-28 hold them
+    for folder in (new, old):
+        loaded = Calibration.load(folder)
+        assert np.array_equal(loaded.thresholds(0.9), fitted.thresholds(0.9)), folder
+        answered = loaded.answer(np.stack([mean[:5], variance[:5]], axis=-1))
+        assert np.array_equal(intervals(loaded, answered, 0.9), intervals(fitted, answered, 0.9)), folder
 
 
 @pytest.mark.parametrize("loss", ["mse", "gaussian_nll"])

@@ -7,8 +7,8 @@ Rank 0 writes ``<run dir>/model/`` at the end of a run and the tracker stores it
   weights_only=True)`` reads it);
 - ``model.json``: the task, the ``model.*`` recipe keys and the task's ``info`` (the SMILES
   vocabulary, the image size and classes, ...), which the model builder needs;
-- ``calibration.json``: the calibrator and the conformal scores fitted on the dev split
-  (:mod:`ddpx.records.calibration`), which :func:`load_table_predictor` applies.
+- ``calibration.json`` and ``conformal_scores.npz``: the calibrator and the conformal scores fitted
+  on the dev split (:mod:`ddpx.records.calibration`), which :func:`load_table_predictor` applies.
 
 An ensemble (``train.ensemble_size=K``) is one model too: ``member_<i>_state_dict.pt`` for each
 member instead of ``state_dict.pt``, and ``model.json`` names them with the loss their outputs are

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ddpx.plugins.smiles.descriptors import NAMES, SET, compute_descriptors
-from ddpx.plugins.smiles.shared_parts import shared_parts
+from ddpx.plugins.smiles.shared_parts import PartFiles, shared_parts
 
 FORMAT = 1
 PART_SIZE = 50_000
@@ -89,18 +89,7 @@ def cached_descriptors(
             f"({missing} part(s) of up to {PART_SIZE} over {world_size} rank(s); once: they are kept in {folder})"
         )
 
-    parts, seconds = shared_parts(
-        count,
-        lambda i: _read_part(folder, i),
-        lambda i: _make_part(smiles, i, folder),
-        announce,
-        log,
-        rank,
-        world_size,
-        barrier,
-    )
-    if seconds is not None:
-        _write_meta(folder, len(smiles), count, seconds)
+    parts = shared_parts(FILES, smiles, folder, count, announce, log, rank, world_size, barrier)
     return DescriptorTable(parts, PART_SIZE)
 
 
@@ -153,3 +142,6 @@ def _write_meta(folder: Path, molecules: int, parts: int, seconds: float) -> Non
         (folder / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
     except OSError:
         pass
+
+
+FILES = PartFiles(_read_part, _make_part, _write_meta)

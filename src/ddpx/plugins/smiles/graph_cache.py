@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ddpx.plugins.smiles.graph_store import GraphPart, GraphStore, featurize_part, featurizer
-from ddpx.plugins.smiles.shared_parts import shared_parts
+from ddpx.plugins.smiles.shared_parts import PartFiles, shared_parts
 
 FORMAT = 2
 FEATURIZER = (
@@ -94,18 +94,7 @@ def cached_graphs(
             f"{PART_SIZE} over {world_size} rank(s); once: they are kept in {folder})"
         )
 
-    parts, seconds = shared_parts(
-        count,
-        lambda i: _read_part(folder, i),
-        lambda i: _make_part(smiles, i, folder),
-        announce,
-        log,
-        rank,
-        world_size,
-        barrier,
-    )
-    if seconds is not None:
-        _write_meta(folder, len(smiles), count, seconds)
+    parts = shared_parts(FILES, smiles, folder, count, announce, log, rank, world_size, barrier)
     one = featurizer()
     store = GraphStore(parts, PART_SIZE, one.atom_fdim, one.bond_fdim)
     _MEMORY.clear()  # one table at a time: a sweep of one file keeps one copy
@@ -157,3 +146,6 @@ def _write_meta(folder: Path, molecules: int, parts: int, seconds: float) -> Non
         (folder / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
     except OSError:
         pass
+
+
+FILES = PartFiles(_read_part, _make_part, _write_meta)

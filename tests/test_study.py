@@ -37,6 +37,10 @@ recipe = "{TINY}"
 name = "narrow"
 overrides = ["model.dim_hidden=16"]
 
+[[sets.easy.candidates]]
+recipe = "{TINY}"
+name = "wide"
+
 [sets.hard]
 overrides = ["train.max_epochs=1", "dataset.class_sep=0.5"]
 ensembles = ["seeds", "families"]
@@ -313,11 +317,11 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
     finished = [line for line in out.splitlines() if line.startswith("ddpx: run ") and "FAILED" not in line]
     assert len(finished) == 3
     first = finished[0]  # how far the command has come
-    assert re.search(r" \[1 of 6 ended, \d:\d\d:\d\d since the start\]$", first), first
+    assert re.search(r" \[1 of 8 ended, \d:\d\d:\d\d since the start\]$", first), first
 
     crash = {"DDPX_PLUGINS": "ddpx_testplug_failing", "DDPX_TEST_FAIL_ONCE": str(tmp_path / "crashed")}
     status, out, err = run_study(tmp_path, tracking_uri, experiment, **crash)  # the next run crashes, once
-    assert "3 finished earlier, 3 to run" in out  # the three finished runs are not run again
+    assert "3 finished earlier, 5 to run" in out  # the three finished runs are not run again
     assert status == 1 and "1 run(s) of the study failed: " in err and "Traceback" not in err, err
     assert "--choose-with-failures" in err and "chose" not in out  # a failed run holds the choice back
     [folder] = (tmp_path / "ddpx-runs" / "studies").glob("two_sets-*")
@@ -325,7 +329,7 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
 
     status, out, err = run_study(tmp_path, tracking_uri, experiment)
     assert status == 0, err
-    assert "5 finished earlier, 1 to run" in out  # only the failed run runs again
+    assert "7 finished earlier, 1 to run" in out  # only the failed run runs again
     events = [e["event"] for e in _events(folder)]
     assert events.index("choice recorded") < events.index("choice recorded on the parent run")
     assert events.index("choice recorded on the parent run") < events.index("heldout read")
@@ -344,7 +348,7 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
     nested = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
     # the stopped study's parent run went on: every finished run of the three attempts is nested under it
     assert (
-        sum(r.info.status == "FINISHED" for r in nested) == 6
+        sum(r.info.status == "FINISHED" for r in nested) == 8
         and parent.data.params["study.digest"] == read_study(tmp_path / "s.toml").digest
     )
 
@@ -387,7 +391,7 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
 
     (tmp_path / "s.toml").write_text("# edited\n" + STUDY)  # another file: another study, the runs reused
     status, out, err = run_study(tmp_path, tracking_uri, experiment)
-    assert status == 0 and "6 finished earlier, 0 to run" in out, err
+    assert status == 0 and "8 finished earlier, 0 to run" in out, err
     assert len(list((tmp_path / "ddpx-runs" / "studies").glob("two_sets-*"))) == 2
 
 

@@ -25,41 +25,46 @@ TEST_RECIPES = TESTS / "recipes"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 sys.path.insert(0, str(TEST_PLUGINS))  # the test plugins, importable here as in every rank
 
-# The files that take longest (measured with --durations=0, longest total first; 2026-11-26). pytest-xdist hands
-# whole files to its workers in collection order (--dist loadfile --no-loadscope-reorder), so
-# starting these first leaves short files for the end and no worker waits long on the other.
+# The files that take longest (measured with --durations=0, longest total first, setup included;
+# 2026-11-27 at 69c3731). pytest-xdist hands whole files to its workers in collection order
+# (--dist loadfile --no-loadscope-reorder), so starting these first leaves short files for the
+# end and no worker waits long on the other.
 LONGEST_FIRST = [
     "test_training_e2e.py",
     "test_signals_and_nodes.py",
-    "test_resume.py",
-    "test_study.py",
-    "test_slurm.py",
-    "test_sweep_and_runs.py",
-    "test_dmpnn.py",
-    "test_job_on_one_machine.py",
-    "test_mlflow_server_and_ui.py",
     "test_gpu_check.py",
-    "test_parallel_trials.py",
-    "test_elastic.py",
+    "test_resume.py",
+    "test_sweep_and_runs.py",
+    "test_slurm.py",
+    "test_study.py",
     "test_peers.py",
-    "test_smiles_e2e.py",
-    "test_regression_e2e.py",
-    "test_pretraining.py",
-    "test_vision_real_mnist.py",
-    "test_bad_input.py",
-    "test_logged_model.py",
-    "test_ensemble.py",
+    "test_parallel_trials.py",
+    "test_mlflow_server_and_ui.py",
+    "test_elastic.py",
     "test_example_plugin.py",
-    "test_tracking_store_lost.py",
-    "test_wrappers.py",
-    "test_vision_e2e.py",
-    "test_quality_tables.py",
+    "test_job_on_one_machine.py",
     "test_own_files.py",
+    "test_dmpnn.py",
+    "test_regression_e2e.py",
+    "test_vs_chemprop_uncertainty.py",
+    "test_logged_model.py",
+    "test_vision_real_mnist.py",
+    "test_smiles_e2e.py",
+    "test_tracking_store_lost.py",
+    "test_bad_input.py",
+    "test_quality_tables.py",
+    "test_wrappers.py",
     "test_moleculenet_e2e.py",
+    "test_lockstep.py",
     "test_uncertainty_runs.py",
-    "test_features_ffn.py",
+    "test_vision_e2e.py",
+    "test_pretraining.py",
+    "test_plugin_components.py",
     "test_runs_table.py",
-    "test_exact_evaluation.py",
+    "test_metrics.py",
+    "test_graph_store.py",
+    "test_ensemble.py",
+    "test_bench_collectives.py",
     "test_accumulation_e2e.py",
 ]
 

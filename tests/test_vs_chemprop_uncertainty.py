@@ -313,3 +313,43 @@ def test_a_set_covers_a_label_when_it_holds_its_class():
     scores = set_scores(targets, holds_0, holds_1)
     assert scores["coverage"] == pytest.approx((2 / 3 + 1) / 2)  # the third molecule's first label is missed
     assert scores["set_size"] == pytest.approx((1.0 + 1.0) / 2)  # the second's NaN cell left out
+
+
+def one_seed(record: dict, seed: int, measured: str) -> dict:
+    """The part of ``record`` that a run of ``--seeds SEED`` writes."""
+    scores = {
+        method: {program: [run for run in runs if run["seed"] == seed] for program, runs in by_program.items()}
+        for method, by_program in record["scores"].items()
+    }
+    return {**record, "seeds": [seed], "measured": measured, "scores": scores}
+
+
+def test_records_of_one_seed_each_report_as_one_table_and_a_seed_twice_is_refused(tmp_path):
+    whole = a_record(True)
+    paths = [tmp_path / "seed0.json", tmp_path / "seed1.json"]
+    for seed, path in enumerate(paths):
+        path.write_text(json.dumps(one_seed(whole, seed, whole["measured"])))
+    assert run_script("--report", *map(str, paths), timeout=60) == format_report(whole) + "\n"
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--report", str(paths[0]), str(paths[0])], capture_output=True)
+    assert proc.returncode != 0 and b"a seed is in more than one record" in proc.stderr
+    assert b"Traceback" not in proc.stderr
+
+
+def test_a_record_goes_on_where_it_stopped_and_refuses_other_code(tmp_path):
+    from benchmarks.vs_chemprop.uncertainty import finished_seeds, resumed
+
+    whole = a_record(True)
+    held = json.loads(json.dumps(whole))
+    held["scores"]["conformal"]["ddpx"].pop()  # stopped in seed 1, before its last row
+    held["measured"] = "2026-01-01: here, commit abc123"
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(held))
+    args = SimpleNamespace(record=path)
+    fresh = {**whole, "measured": "2026-01-02: here, commit abc123", "scores": {}}
+    going_on = resumed(fresh, args)
+    assert finished_seeds(going_on) == [0]
+    assert all([run["seed"] for run in runs] == [0] for m in going_on["scores"].values() for runs in m.values())
+    assert going_on["measured"].startswith("2026-01-01")  # the record it began as
+    with pytest.raises(SystemExit, match="other epochs, commit: name another --record file"):
+        resumed({**fresh, "epochs": 4, "measured": "2026-01-02: here, commit def456"}, args)
+    assert resumed(fresh, SimpleNamespace(record=tmp_path / "new.json")) is fresh

@@ -70,7 +70,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run by path: `be
 
 from benchmarks.common.provenance import commit
 from benchmarks.vs_chemprop.run import SETS, input_file
-from benchmarks.vs_chemprop.uncertainty_report import PROGRAMS, format_report
+from benchmarks.vs_chemprop.uncertainty_report import PROGRAMS, format_report, merged
 
 METHODS = {
     True: ["mve", "ensemble", "ensemble_zscaling", "conformal"],
@@ -105,8 +105,19 @@ def parse_args() -> argparse.Namespace:
         choices=sorted({method for _, method in MODEL_OF}),
         help=f"default: {' '.join(METHODS[True])} (regression), {' '.join(METHODS[False])} (classification)",
     )
-    parser.add_argument("--record", type=Path, help="write every run's numbers here (JSON), as they come")
-    parser.add_argument("--report", type=Path, help="print the table of this record again, and run nothing")
+    parser.add_argument(
+        "--record",
+        type=Path,
+        help="write every run's numbers here (JSON), as they come; a record of the same settings and code goes on "
+        "where it stopped (its finished seeds are kept, the seed it was in is run again)",
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        nargs="+",
+        help="print the table of this record again, and run nothing; several records of one set and settings "
+        "(one a seed, say) print as one table of all their seeds",
+    )
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (models, predictions, scored/)")
     args = parser.parse_args()
     if args.report:
@@ -140,6 +151,33 @@ def start_record(args: argparse.Namespace, named: str, rows, heldout: int) -> di
         f"python {platform.python_version()}, commit {commit()}",
         "scores": {method: {program: [] for program in PROGRAMS} for method in args.methods},
     }
+
+
+def resumed(record: dict, args: argparse.Namespace) -> dict:
+    """The record ``--record`` holds, to go on with: the same set, data, settings and code, its unfinished seed
+    dropped; anything else is refused (a record is of one version of the code)."""
+    if not args.record or not args.record.exists():
+        return record
+    held = json.loads(args.record.read_text(encoding="utf-8"))
+    keys = ("set", "data", "dev", "heldout", "epochs", "seeds", "ensemble_size", "methods")
+    differ = [key for key in keys if held.get(key) != record[key]]
+    if held.get("measured", "").split("commit ")[-1] != record["measured"].split("commit ")[-1]:
+        differ.append("commit")
+    if differ:
+        raise SystemExit(
+            f"{args.record} is a record of other {', '.join(differ)}: name another --record file "
+            "(a record goes on only with the settings and code it began with)"
+        )
+    done = finished_seeds(held)
+    for runs in (runs for method in held["scores"].values() for runs in method.values()):
+        runs[:] = [run for run in runs if run["seed"] in done]
+    return held
+
+
+def finished_seeds(record: dict) -> list[int]:
+    """The seeds that have a row for every method and program."""
+    rows = [{run["seed"] for run in runs} for method in record["scores"].values() for runs in method.values()]
+    return [seed for seed in record["seeds"] if all(seed in seeds for seeds in rows)]
 
 
 def write_scored(path: Path, smiles: list[str], names: list[str], targets, heldout) -> None:
@@ -203,8 +241,11 @@ def measure(args: argparse.Namespace, folder: Path) -> dict:
         raise SystemExit("the held-out rows of Chemprop's splits file are not ddpx's held-out molecules, in order")
     targets = np.array(heldout_targets, dtype=np.float64).reshape(len(heldout_targets), -1)
     context = SimpleNamespace(args=args, data=data, names=names, rows=rows, targets=targets)
-    record = start_record(args, named, rows, len(heldout_smiles))
-    for seed in args.seeds:
+    record = resumed(start_record(args, named, rows, len(heldout_smiles)), args)
+    done = finished_seeds(record)
+    if done:
+        print(f"{args.record}: seed(s) {' '.join(map(str, done))} finished earlier, kept", file=sys.stderr)
+    for seed in [seed for seed in args.seeds if seed not in done]:
         models: dict = {}
         for method in args.methods:
             for program in PROGRAMS:
@@ -219,7 +260,7 @@ def measure(args: argparse.Namespace, folder: Path) -> dict:
 def main() -> None:
     args = parse_args()
     if args.report:
-        record = json.loads(args.report.read_text(encoding="utf-8"))
+        record = merged([json.loads(path.read_text(encoding="utf-8")) for path in args.report])
     elif args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
         record = measure(args, args.keep)

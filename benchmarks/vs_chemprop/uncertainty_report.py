@@ -159,6 +159,25 @@ def goal_lines(record: dict) -> list[str]:
     return lines
 
 
+def merged(records: list[dict]) -> dict:
+    """One record of the seeds of several (one per seed, say): the same set, data and settings, no seed twice."""
+    first, *others = records
+    keys = ("set", "data", "regression", "dev", "heldout", "epochs", "ensemble_size", "methods")
+    for other in others:
+        differ = [key for key in keys if other.get(key) != first.get(key)]
+        if differ:
+            raise SystemExit(f"records of other {', '.join(differ)} do not make one table: report them one by one")
+    seeds = [seed for record in records for seed in record["seeds"]]
+    if len(set(seeds)) < len(seeds):
+        raise SystemExit(f"a seed is in more than one record (seeds {' '.join(map(str, seeds))}): report them apart")
+    scores = {
+        method: {program: [run for record in records for run in record["scores"][method][program]] for program in runs}
+        for method, runs in first["scores"].items()
+    }
+    measured = list(dict.fromkeys(record["measured"] for record in records))
+    return {**first, "seeds": seeds, "measured": "; ".join(measured), "scores": scores}
+
+
 def format_report(record: dict) -> str:
     parts = [header(record), "", *table(record), ""]
     notes = failures(record)

@@ -70,7 +70,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run by path: `be
 
 from benchmarks.common.provenance import commit
 from benchmarks.vs_chemprop.run import SETS, input_file
-from benchmarks.vs_chemprop.uncertainty_report import PROGRAMS, format_report, merged
+from benchmarks.vs_chemprop.uncertainty_report import PROGRAMS, differing, format_report, merged
 
 METHODS = {
     True: ["mve", "ensemble", "ensemble_zscaling", "conformal"],
@@ -159,8 +159,7 @@ def resumed(record: dict, args: argparse.Namespace) -> dict:
     if not args.record or not args.record.exists():
         return record
     held = json.loads(args.record.read_text(encoding="utf-8"))
-    keys = ("set", "data", "dev", "heldout", "epochs", "seeds", "ensemble_size", "methods")
-    differ = [key for key in keys if held.get(key) != record[key]]
+    differ = differing(held, record) + (["seeds"] if held.get("seeds") != record["seeds"] else [])
     if held.get("measured", "").split("commit ")[-1] != record["measured"].split("commit ")[-1]:
         differ.append("commit")
     if differ:

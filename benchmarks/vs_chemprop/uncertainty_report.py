@@ -159,12 +159,19 @@ def goal_lines(record: dict) -> list[str]:
     return lines
 
 
+SETTINGS = ("set", "data", "regression", "dev", "heldout", "epochs", "ensemble_size", "methods")
+
+
+def differing(one: dict, other: dict) -> list[str]:
+    """The settings (:data:`SETTINGS`) in which two records differ: records of the same table share them all."""
+    return [key for key in SETTINGS if one.get(key) != other.get(key)]
+
+
 def merged(records: list[dict]) -> dict:
     """One record of the seeds of several (one per seed, say): the same set, data and settings, no seed twice."""
     first, *others = records
-    keys = ("set", "data", "regression", "dev", "heldout", "epochs", "ensemble_size", "methods")
     for other in others:
-        differ = [key for key in keys if other.get(key) != first.get(key)]
+        differ = differing(other, first)
         if differ:
             raise SystemExit(f"records of other {', '.join(differ)} do not make one table: report them one by one")
     seeds = [seed for record in records for seed in record["seeds"]]

@@ -348,7 +348,7 @@ def test_a_record_goes_on_where_it_stopped_and_refuses_other_code(tmp_path):
     fresh = {**whole, "measured": "2026-01-02: here, commit abc123", "scores": {}}
     going_on = resumed(fresh, args)
     assert finished_seeds(going_on) == [0]
-    assert all([run["seed"] for run in runs] == [0] for m in going_on["scores"].values() for runs in m.values())
+    assert going_on["scores"] == held["scores"]  # every row kept, seed 1's too
     assert going_on["measured"].startswith("2026-01-01")  # the record it began as
     with pytest.raises(SystemExit, match="other epochs, commit: name another --record file"):
         resumed({**fresh, "epochs": 4, "measured": "2026-01-02: here, commit def456"}, args)
@@ -366,3 +366,76 @@ def test_every_committed_record_stands_in_the_results_page():
         assert lines, path
         missing = [line for line in lines if line not in page]
         assert not missing, f"{path.name}: not in docs/results.md: {missing[:2]}"
+
+
+def test_a_stopped_seed_goes_on_at_the_row_it_lacks_and_each_row_is_written_as_it_comes(tmp_path, capsys):
+    from benchmarks.vs_chemprop.uncertainty import fill_rows, finished_seeds
+
+    whole = a_record(True)
+    held = json.loads(json.dumps(whole))
+    held["scores"]["conformal"]["ddpx"].pop()
+    held["scores"]["conformal"]["chemprop"].pop()  # stopped in seed 1, before its last two rows
+    path = tmp_path / "record.json"
+    asked = []
+
+    def row(method, program, seed, models):
+        asked.append((method, program, seed))
+        assert json.loads(path.read_text())["scores"]["conformal"]["chemprop"][-1]["seed"] == (
+            1 if program == "ddpx" else 0
+        ), "each row is in the record before the next is asked for"
+        return next(run for run in whole["scores"][method][program] if run["seed"] == seed)
+
+    path.write_text(json.dumps(held))
+    args = SimpleNamespace(record=path, seeds=[0, 1], methods=list(whole["scores"]))
+    filled = fill_rows(held, args, row)
+    assert asked == [("conformal", "chemprop", 1), ("conformal", "ddpx", 1)]
+    assert filled["scores"] == whole["scores"] and json.loads(path.read_text())["scores"] == whole["scores"]
+    assert finished_seeds(filled) == [0, 1]
+    assert "seed 1 mve ddpx: kept from" in capsys.readouterr().err
+
+
+def test_a_kept_work_folder_gives_back_finished_models_and_continues_a_ddpx_run_cut_off(tmp_path, monkeypatch):
+    """``--keep``: a Chemprop model whose training ended and a finished ddpx run are used again, with no
+    program started; a ddpx run that was cut off goes on with ``--resume auto``; a Chemprop training cut
+    off starts over in an empty folder."""
+    import benchmarks.vs_chemprop.uncertainty_chemprop as chemprop_side
+    import benchmarks.vs_chemprop.uncertainty_ddpx as ddpx_side
+
+    started = []
+
+    def run_alone(name, launch):
+        started.append(launch.cmd)
+        if "recipe" in launch.cmd:  # ddpx: the run folder it goes on in now has its summary
+            run = sorted(p for p in Path(launch.cmd[launch.cmd.index("--run-dir") + 1]).iterdir())[-1]
+            (run / "summary.json").write_text("{}")
+        elif launch.cmd[1] == "train":
+            out = Path(launch.cmd[launch.cmd.index("--output-dir") + 1])
+            assert not out.exists() or not any(out.iterdir()), "a cut-off training starts in an empty folder"
+            (out / "model_0").mkdir(parents=True)
+            (out / "model_0" / "best.pt").write_bytes(b"")
+        else:
+            smiles = rows.dev_smiles + rows.heldout_smiles
+            pd.DataFrame({"smiles": smiles, "y": range(len(smiles))}).to_csv(
+                launch.cmd[launch.cmd.index("-o") + 1], index=False
+            )
+        return {}
+
+    monkeypatch.setattr(chemprop_side, "run_alone", run_alone)
+    monkeypatch.setattr(ddpx_side, "run_alone", run_alone)
+    rows = chemprop_side.PredictionRows(tmp_path / "predict.csv", ["C", "CC"], ["CCC"], np.zeros((2, 1)))
+
+    finished = tmp_path / "ddpx-platt-seed0" / "bbbp_dmpnn-1"
+    finished.mkdir(parents=True)
+    (finished / "summary.json").write_text("{}")
+    assert ddpx_side.ddpx_run("bbbp_dmpnn", tmp_path / "b.csv", (), "platt", 0, 3, 2, tmp_path) == finished
+    cut_off = tmp_path / "ddpx-ensemble-seed0" / "bbbp_dmpnn-1"
+    (cut_off / "checkpoints").mkdir(parents=True)
+    assert ddpx_side.ddpx_run("bbbp_dmpnn", tmp_path / "b.csv", (), "ensemble", 0, 3, 2, tmp_path) == cut_off
+    assert started[-1][-2:] == ["--resume", "auto"] and len(started) == 1
+
+    out = tmp_path / "chemprop-plain-seed0"
+    (out / "model_0" / "checkpoints").mkdir(parents=True)  # a training cut off: no trained.done
+    first = chemprop_side.chemprop_model("plain", False, 0, 3, 2, ["y"], rows)
+    assert [c[1] for c in started[1:]] == ["train", "predict"] and (out / "trained.done").is_file()
+    again = chemprop_side.chemprop_model("plain", False, 0, 3, 2, ["y"], rows)
+    assert len(started) == 3 and np.array_equal(again.heldout["value"], first.heldout["value"])

@@ -4,7 +4,7 @@ per set (docs/results.md, "Uncertainty and calibration beside Chemprop").
 
     python benchmarks/vs_chemprop/uncertainty.py --set esol --data ../shared/data/moleculenet/ESOL_delaney-processed.csv
     python benchmarks/vs_chemprop/uncertainty.py --set lipophilicity --data ../shared/data/moleculenet/Lipophilicity.csv
-    python benchmarks/vs_chemprop/uncertainty.py --set bbbp --data ../shared/data/bbbp/BBBP.csv --record bbbp-unc.json
+    python benchmarks/vs_chemprop/uncertainty.py --set bbbp --data ../shared/data/bbbp/BBBP.csv --record bbbp-unc.json --keep bbbp-work
     python benchmarks/vs_chemprop/uncertainty.py --set clintox --data ../shared/data/moleculenet/clintox.csv
     python benchmarks/vs_chemprop/uncertainty.py --set bace --data ../shared/data/moleculenet/bace.csv
     python benchmarks/vs_chemprop/uncertainty.py --set lipophilicity_small --data ../shared/data/moleculenet/Lipophilicity.csv --seeds 0
@@ -52,6 +52,12 @@ program each metric's mean ± sd over the seeds with every seed's value, and the
 coverage of the 90 % interval or set within 2 points of 90 % (and how far it falls), a lower ECE than
 Chemprop's best calibrated model (classification), a higher Spearman of uncertainty with absolute
 error than Chemprop's (regression).
+
+A long benchmark goes on where it stopped: the same command with the same ``--record`` keeps every
+row the record holds, and with the same ``--keep`` folder a model whose training ended is used again
+(Chemprop's by its ``trained.done``, ddpx's by its ``summary.json``) and a ddpx run that was cut off
+continues from its last checkpoint (``ddpx recipe ... --resume auto``); a Chemprop training that was
+cut off starts over.
 """
 
 from __future__ import annotations
@@ -62,6 +68,7 @@ import os
 import platform
 import sys
 import tempfile
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from types import SimpleNamespace
@@ -108,8 +115,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--record",
         type=Path,
-        help="write every run's numbers here (JSON), as they come; a record of the same settings and code goes on "
-        "where it stopped (its finished seeds are kept, the seed it was in is run again)",
+        help="write every row's numbers here (JSON), as they come; a record of the same settings and code goes on "
+        "where it stopped (every row it holds is kept; with --keep, the models an earlier start trained are "
+        "used again and a ddpx run cut off goes on from its checkpoint)",
     )
     parser.add_argument(
         "--report",
@@ -118,7 +126,12 @@ def parse_args() -> argparse.Namespace:
         help="print the table of this record again, and run nothing; several records of one set and settings "
         "(one a seed, say) print as one table of all their seeds",
     )
-    parser.add_argument("--keep", type=Path, help="work in this folder and keep it (models, predictions, scored/)")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="work in this folder and keep it (models, predictions, scored/); with --record, the same folder "
+        "again lets a stopped benchmark go on without training again what it finished",
+    )
     args = parser.parse_args()
     if args.report:
         return args
@@ -154,8 +167,9 @@ def start_record(args: argparse.Namespace, named: str, rows, heldout: int) -> di
 
 
 def resumed(record: dict, args: argparse.Namespace) -> dict:
-    """The record ``--record`` holds, to go on with: the same set, data, settings and code, its unfinished seed
-    dropped; anything else is refused (a record is of one version of the code)."""
+    """The record ``--record`` holds, to go on with: the same set, data, settings and code, every row it
+    has kept (those of a seed it was in too); anything else is refused (a record is of one version of the
+    code)."""
     if not args.record or not args.record.exists():
         return record
     held = json.loads(args.record.read_text(encoding="utf-8"))
@@ -167,10 +181,11 @@ def resumed(record: dict, args: argparse.Namespace) -> dict:
             f"{args.record} is a record of other {', '.join(differ)}: name another --record file "
             "(a record goes on only with the settings and code it began with)"
         )
-    done = finished_seeds(held)
-    for runs in (runs for method in held["scores"].values() for runs in method.values()):
-        runs[:] = [run for run in runs if run["seed"] in done]
     return held
+
+
+def has_row(record: dict, method: str, program: str, seed: int) -> bool:
+    return any(run["seed"] == seed for run in record["scores"][method][program])
 
 
 def finished_seeds(record: dict) -> list[int]:
@@ -241,6 +256,12 @@ def measure(args: argparse.Namespace, folder: Path) -> dict:
     targets = np.array(heldout_targets, dtype=np.float64).reshape(len(heldout_targets), -1)
     context = SimpleNamespace(args=args, data=data, names=names, rows=rows, targets=targets)
     record = resumed(start_record(args, named, rows, len(heldout_smiles)), args)
+    return fill_rows(record, args, lambda method, program, seed, models: scored(method, program, seed, context, models))
+
+
+def fill_rows(record: dict, args: argparse.Namespace, row: Callable[[str, str, int, dict], dict]) -> dict:
+    """Every (seed, method, program) row the record lacks, from ``row``, in order; the record written
+    after each one (``--record``). ``row``'s last argument holds the models of the seed it is in."""
     done = finished_seeds(record)
     if done:
         print(f"{args.record}: seed(s) {' '.join(map(str, done))} finished earlier, kept", file=sys.stderr)
@@ -248,7 +269,10 @@ def measure(args: argparse.Namespace, folder: Path) -> dict:
         models: dict = {}
         for method in args.methods:
             for program in PROGRAMS:
-                result = scored(method, program, seed, context, models)
+                if has_row(record, method, program, seed):
+                    print(f"seed {seed} {method} {program}: kept from {args.record}", file=sys.stderr, flush=True)
+                    continue
+                result = row(method, program, seed, models)
                 record["scores"][method][program].append(result)
                 print(f"seed {seed} {method} {program}: {json.dumps(result)}", file=sys.stderr, flush=True)
                 if args.record:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -172,17 +173,24 @@ def chemprop_model(
 ) -> Predicted:
     """Train Chemprop's model of ``kind`` (``mve``, ``plain`` or ``ensemble``) for ``seed`` and
     predict the dev and held-out molecules with its estimator (``--uncertainty-method``: ``mve``,
-    ``ensemble`` for a regression ensemble, ``classification`` otherwise)."""
+    ``ensemble`` for a regression ensemble, ``classification`` otherwise). In a work folder kept
+    from an earlier start, a model whose training ended is not trained again, nor are answers that
+    were written predicted again; a training that was cut off starts over."""
     folder = rows.path.parent
     out = folder / f"chemprop-{kind}-seed{seed}"
-    task = TASKS[kind] if kind != "ensemble" else ("regression" if regression else "classification")
-    size = ensemble_size if kind == "ensemble" else 1
-    run_alone(
-        f"chemprop train ({kind}, seed {seed})",
-        Launch(train_command(folder, names, seed, epochs, task, size, out), float),
-    )
-    estimator = "mve" if kind == "mve" else "ensemble" if regression else "classification"
-    predictions = out / "predictions.csv"
-    command = predict_command(model_files(out), rows.path, estimator, predictions)
-    run_alone(f"chemprop predict ({kind}, seed {seed})", Launch(command, float))
+    trained, predictions, predicted = out / "trained.done", out / "predictions.csv", out / "predicted.done"
+    if not trained.is_file():  # a work folder kept (--keep) holds what an earlier start finished
+        shutil.rmtree(out, ignore_errors=True)
+        task = TASKS[kind] if kind != "ensemble" else ("regression" if regression else "classification")
+        size = ensemble_size if kind == "ensemble" else 1
+        run_alone(
+            f"chemprop train ({kind}, seed {seed})",
+            Launch(train_command(folder, names, seed, epochs, task, size, out), float),
+        )
+        trained.touch()
+    if not predicted.is_file():
+        estimator = "mve" if kind == "mve" else "ensemble" if regression else "classification"
+        command = predict_command(model_files(out), rows.path, estimator, predictions)
+        run_alone(f"chemprop predict ({kind}, seed {seed})", Launch(command, float))
+        predicted.touch()
     return read_predictions(predictions, names, rows)

@@ -75,12 +75,21 @@ def ddpx_run(
     ensemble_size: int,
     folder: Path,
 ) -> Path:
-    """Train the run of ``kind`` for ``seed``; its run folder."""
+    """Train the run of ``kind`` for ``seed``; its run folder. In a work folder kept from an earlier
+    start, a run that finished is not trained again, and one that was cut off goes on from its last
+    checkpoint (``--resume auto``, ddpx's own: the same weights as a run never stopped)."""
     runs = folder / f"ddpx-{kind}-seed{seed}"
+    earlier = sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
+    if earlier and (earlier[-1] / "summary.json").is_file():
+        return earlier[-1]
     command = [*ddpx_command(recipe, data, overrides, kind, seed, epochs, ensemble_size), "--run-dir", str(runs)]
+    if earlier:
+        command.extend(["--resume", "auto"])
     run_alone(f"ddpx recipe ({kind}, seed {seed})", Launch(command, float, cwd=folder))
-    (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
-    return run_dir
+    finished = [p for p in runs.iterdir() if (p / "summary.json").is_file()]
+    if len(finished) != 1:
+        raise SystemExit(f"{runs} holds {len(finished)} finished run(s) of ({kind}, seed {seed}), not one")
+    return finished[0]
 
 
 def heldout_table(run_dir: Path, names: list[str], targets: np.ndarray):

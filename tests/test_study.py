@@ -326,10 +326,14 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
     assert "--choose-with-failures" in err and "chose" not in out  # a failed run holds the choice back
     [folder] = (tmp_path / "ddpx-runs" / "studies").glob("two_sets-*")
     assert not (folder / "choice.json").exists()
+    crashed = Path(re.search(r"of the study failed: [^(]*\((/[^)]+)\)", err)[1])
+    assert (crashed / "checkpoints" / "last.pt").is_file()  # it crashed after its epoch's checkpoint
 
     status, out, err = run_study(tmp_path, tracking_uri, experiment)
     assert status == 0, err
-    assert "7 finished earlier, 1 to run" in out  # only the failed run runs again
+    assert "7 finished earlier, 1 to run (1 from where they were cut off)" in out  # only the failed run goes on
+    assert f"ddpx: resuming the run in {crashed}" in out  # in its own folder, from its checkpoint
+    assert re.search(r"resuming from .*last\.pt: 1 epoch\(s\) done", out), out
     events = [e["event"] for e in _events(folder)]
     assert events.index("choice recorded") < events.index("choice recorded on the parent run")
     assert events.index("choice recorded on the parent run") < events.index("heldout read")
@@ -346,6 +350,8 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
     choice = json.loads((folder / "choice.json").read_text())
     assert parent.data.tags["ddpx.study.choice.easy"] == choice["easy"]["chosen"]
     nested = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    [went_on] = [r for r in nested if r.info.run_name == crashed.name]  # the crashed run's own MLflow run, finished
+    assert went_on.info.status == "FINISHED" and went_on.data.metrics["heldout_accuracy"] > 0
     # the stopped study's parent run went on: every finished run of the three attempts is nested under it
     assert (
         sum(r.info.status == "FINISHED" for r in nested) == 8

@@ -78,14 +78,17 @@ def study_run_command(file, dry_run, parallel, choose_with_failures, **values) -
     study = plan_study(registry, spec, settings_from(registry, values))
     slots = trial_slots(registry, study.trials[0].job, parallel)
     first = study.trials[0].job
+    going_on = sum(t.continues is not None for t in study.to_run)
     click.echo(
         f"ddpx: study {spec.name}: {len(study.trials)} run(s) in {len(spec.sets)} set(s), "
-        f"{len(study.trials) - len(study.to_run)} finished earlier, {len(study.to_run)} to run on "
+        f"{len(study.trials) - len(study.to_run)} finished earlier, {len(study.to_run)} to run"
+        f"{f' ({going_on} from where they were cut off)' if going_on else ''} on "
         f"{first.world_size} rank(s) each{at_once(slots)}; records in {study.folder.path}"
     )
     if dry_run:
         for trial in study.to_run:
-            click.echo(f"  would run {trial.label}")
+            where = f", going on in {trial.continues}" if trial.continues is not None else ""
+            click.echo(f"  would run {trial.label}{where}")
         return
     try:
         recorded = run_study(

@@ -130,7 +130,7 @@ def start(registry: Registry, trial, slot: Slot) -> Running:
     """Prepare the trial's run folder and start its process in ``slot``."""
     prepare_job(registry, trial.recipe, trial.job)
     log = trial.job.run_dir.path / "trial.log"
-    with log.open("w", encoding="utf-8") as out:
+    with log.open("a", encoding="utf-8") as out:  # a run continued in its folder keeps what it said before
         process = subprocess.Popen(
             [sys.executable, "-m", "ddpx.launch.trial_process", str(trial.job.run_dir.job_file)],
             env={**os.environ, **slot.env},

@@ -24,25 +24,38 @@ from ddpx.records.tracking import close_tracking_run
 
 
 def prepare_run_dir(recipe: Recipe, job: Job) -> RunDir:
-    """A new run folder, or with ``--resume auto`` the latest one of this recipe (continued in place)."""
-    runs_dir = job.launch.runs_dir
+    """The job's run folder: the one its caller chose (a study's: new, or one it continues), or a new
+    one, or with ``--resume auto`` the latest one of this recipe. A folder that holds a checkpoint is
+    continued in place."""
+    if job.run_dir is not None:
+        return continue_in_place(job.run_dir, recipe) if job.run_dir.last_checkpoint.is_file() else job.run_dir
     if job.launch.resume == "auto":
-        latest = latest_run_dir(recipe.name, runs_dir)
+        latest = latest_run_dir(recipe.name, job.launch.runs_dir)
         if latest is not None:
-            check_continuable(latest, recipe)
-            for stale in (latest.summary_file, latest.stopped_file):
-                stale.unlink(missing_ok=True)
-            clear_failures(latest)
-            clear_stalls(latest.path)
-            print(f"ddpx: resuming the run in {latest.path}")
-            return latest
+            return continue_in_place(latest, recipe)
         print(f"ddpx: no earlier run of {recipe.name} with a checkpoint; starting a new one")
+    return new_run_dir(recipe, job.launch.runs_dir)
+
+
+def new_run_dir(recipe: Recipe, runs_dir: str | None) -> RunDir:
+    """A new run folder for ``recipe``, its resolved ``recipe.toml`` written."""
     run_dir = RunDir.create(recipe.name, runs_dir)
     try:
         run_dir.recipe_file.write_text(recipe.to_toml(), encoding="utf-8")
     except OSError:
         shutil.rmtree(run_dir.path, ignore_errors=True)
         raise
+    return run_dir
+
+
+def continue_in_place(run_dir: RunDir, recipe: Recipe) -> RunDir:
+    """An earlier run's folder, made ready to go on from its last checkpoint (the ranks load it)."""
+    check_continuable(run_dir, recipe)
+    for stale in (run_dir.summary_file, run_dir.stopped_file):
+        stale.unlink(missing_ok=True)
+    clear_failures(run_dir)
+    clear_stalls(run_dir.path)
+    print(f"ddpx: resuming the run in {run_dir.path}")
     return run_dir
 
 

@@ -3,7 +3,8 @@
 Every run's recipe is resolved and its launch planned before the first starts. A run whose key
 (its resolved recipe, its data's digest, the code's digest) matches a finished run of any study
 is reused, so a study stopped by Ctrl-C, a crash or the end of a day goes on where it stopped,
-and a run of other code is never mixed in. The tracker gets one parent run for the study with
+and a run of other code is never mixed in; a run of the same key that was cut off goes on in its
+own folder from its last checkpoint (the same weights as a run never stopped). The tracker gets one parent run for the study with
 every run nested under it. Once every run has finished, the choice per set is made on dev
 values alone (among its candidates but its baseline, which is never chosen), written to
 ``choice.json`` and to the parent run, and only then are held-out values read
@@ -27,6 +28,7 @@ from ddpx.contract.launch_settings import LaunchSettings
 from ddpx.contract.run_dir import DEFAULT_ROOT, RunDir
 from ddpx.launch.parallel_trials import Slot, run_side_by_side
 from ddpx.launch.plan import plan_job
+from ddpx.launch.run import new_run_dir
 from ddpx.launch.signals import signals_reach_the_ranks
 from ddpx.launch.sweep import PlannedTrials, Trial, check_waits, link_to_parent, run_trial
 from ddpx.plugin_host.registry import Registry
@@ -52,6 +54,7 @@ class StudyTrial(Trial):
     candidate: str = ""
     seed: int = 0
     reused: RunRecord | None = None  # a finished run of the same key, from this or an earlier study
+    continues: Path | None = None  # the folder of a run of the same key that was cut off, to go on in
 
 
 @dataclass
@@ -84,7 +87,7 @@ def plan_study(registry: Registry, spec: StudySpec, settings: LaunchSettings) ->
     code = code_version()
     root = Path(settings.runs_dir or DEFAULT_ROOT).resolve() / "studies"
     study = Study(spec, StudyDir(root, spec.name, spec.digest, code["code_digest"]), code)
-    finished, digests = study.folder.finished(), {}
+    finished, cut_off, digests = study.folder.finished(), study.folder.interrupted(), {}
     for study_set in spec.sets:
         for candidate in study_set.candidates:
             for seed in spec.seeds:
@@ -97,6 +100,7 @@ def plan_study(registry: Registry, spec: StudySpec, settings: LaunchSettings) ->
                 trial = StudyTrial(len(study.trials) + 1, labels, recipe, plan_job(registry, recipe, settings))
                 trial.key, trial.set_name, trial.candidate, trial.seed = key, study_set.name, candidate.name, seed
                 trial.reused = finished.get(key)
+                trial.continues = cut_off.get(key) if trial.reused is None else None
                 study.trials.append(trial)
     check_waits(registry, study.trials[0].job)
     return study
@@ -172,6 +176,11 @@ def run_study(
         report(trial)
 
     def begin(trial: StudyTrial) -> None:
+        if trial.continues is not None:  # its ranks go on from the folder's last checkpoint
+            trial.job.run_dir = RunDir(trial.continues)
+        else:
+            trial.job.run_dir = new_run_dir(trial.recipe, trial.job.launch.runs_dir)
+            study.folder.started(trial.key, trial.job.run_dir.path)
         link_to_parent(trial, parent.run_id)
         trial.job.tags = {**trial.job.tags, "ddpx.study.set": trial.set_name, "ddpx.study.candidate": trial.candidate}
 

@@ -157,6 +157,23 @@ class StudyDir:
                 records[record.key] = record
         return records
 
+    def started(self, key: str, run_dir: Path) -> None:
+        """Note the folder a run of ``key`` begins in, so that a study stopped mid-run continues it."""
+        with (self.root / "started.jsonl").open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"key": key, "run_dir": str(run_dir), "time": time.time()}) + "\n")
+
+    def interrupted(self) -> dict[str, Path]:
+        """By key, the latest folder a run began in that holds a checkpoint and no summary: a run cut off
+        (Ctrl-C, a crash, the machine's end of day) that the same study goes on with."""
+        found = {}
+        for values in _read_lines(self.root / "started.jsonl"):
+            folder = Path(values["run_dir"])
+            if (folder / "checkpoints" / "last.pt").is_file() and not (folder / "summary.json").is_file():
+                found[values["key"]] = folder
+            else:
+                found.pop(values["key"], None)
+        return found
+
     def start_runs(self, reused: list[RunRecord]) -> None:
         """This study's runs.jsonl begins with the finished runs it reuses."""
         lines = "".join(json.dumps(asdict(record)) + "\n" for record in reused)

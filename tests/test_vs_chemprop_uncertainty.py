@@ -439,3 +439,28 @@ def test_a_kept_work_folder_gives_back_finished_models_and_continues_a_ddpx_run_
     assert [c[1] for c in started[1:]] == ["train", "predict"] and (out / "trained.done").is_file()
     again = chemprop_side.chemprop_model("plain", False, 0, 3, 2, ["y"], rows)
     assert len(started) == 3 and np.array_equal(again.heldout["value"], first.heldout["value"])
+
+
+def test_a_chemprop_row_its_calibrator_cannot_make_on_these_dev_labels_trains_no_model(tmp_path, monkeypatch):
+    """Chemprop 2.3.1's ``conformal-multilabel`` fails on a dev split where a molecule lacks a label 0 or
+    a label 1 (a tensor-size error), and refuses one label, whatever the model answers: the row says why, and no model is
+    trained for it; where every dev molecule has both, it is fitted as usual."""
+    pytest.importorskip("chemprop", reason="Chemprop's own conformal-multilabel calibrator")
+    import benchmarks.vs_chemprop.uncertainty_chemprop as chemprop_side
+    from benchmarks.vs_chemprop.uncertainty import scored
+
+    fails = chemprop_side.fails_whatever_the_model
+    both = np.array([[0, 1], [1, 0], [1, 0]], dtype=np.float64)
+    assert fails("conformal", False, both) is None and fails("platt", False, both[:2] * 0) is None
+    assert "must match the size" in fails("conformal", False, np.vstack([both, [[0, 0], [0, 0]]]))
+    assert "larger than 1" in fails("conformal", False, both[:, :1])
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("a model was trained for a row that cannot be made")
+
+    monkeypatch.setattr(chemprop_side, "chemprop_model", no_model)
+    no_zero = np.array([[1.0, 1.0], [1.0, 1.0], [0.0, 1.0], [1.0, 0.0]])  # dev molecules without a label 0
+    rows = chemprop_side.PredictionRows(tmp_path / "predict.csv", [], [], no_zero)
+    context = SimpleNamespace(args=SimpleNamespace(set="tox21", ensemble_size=2, epochs=3), rows=rows)
+    row = scored("conformal", "chemprop", 0, context, {})
+    assert row["seed"] == 0 and "conformal-multilabel failed" in row["unavailable"]

@@ -7,6 +7,7 @@ per set (docs/results.md, "Uncertainty and calibration beside Chemprop").
     python benchmarks/vs_chemprop/uncertainty.py --set bbbp --data ../shared/data/bbbp/BBBP.csv --record bbbp-unc.json --keep bbbp-work
     python benchmarks/vs_chemprop/uncertainty.py --set clintox --data ../shared/data/moleculenet/clintox.csv
     python benchmarks/vs_chemprop/uncertainty.py --set bace --data ../shared/data/moleculenet/bace.csv
+    python benchmarks/vs_chemprop/uncertainty.py --set tox21 --data ../shared/data/moleculenet/tox21.csv --methods conformal
     python benchmarks/vs_chemprop/uncertainty.py --set lipophilicity_small --data ../shared/data/moleculenet/Lipophilicity.csv --seeds 0
     python benchmarks/vs_chemprop/uncertainty.py --report bbbp-unc.json     # the table again, no runs
     python benchmarks/vs_chemprop/uncertainty.py --report benchmarks/vs_chemprop/uncertainty-lipophilicity_small-2026-11-27.json
@@ -97,10 +98,9 @@ MODEL_OF = {  # (regression, method): the model kind each program answers it wit
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sets = [
-        name for name in SETS if name in ("esol", "lipophilicity", "lipophilicity_small", "bbbp", "clintox", "bace")
-    ]
-    parser.add_argument("--set", choices=sets, default="esol", help="the MoleculeNet set (its <set>_dmpnn recipe)")
+    parser.add_argument(
+        "--set", choices=list(SETS), default="esol", help="the MoleculeNet set (its <set>_dmpnn recipe)"
+    )
     parser.add_argument("--data", type=Path, help="its CSV file; for lipophilicity_small, Lipophilicity.csv")
     parser.add_argument("--small-out", type=Path, help="lipophilicity_small: keep a copy of the drawn file here")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -211,13 +211,16 @@ def write_scored(path: Path, smiles: list[str], names: list[str], targets, heldo
 
 def scored(method: str, program: str, seed: int, context: SimpleNamespace, models: dict) -> dict:
     """One row's scores for one seed, training the model it needs unless this seed has it."""
-    from benchmarks.vs_chemprop.uncertainty_chemprop import chemprop_heldout, chemprop_model
+    from benchmarks.vs_chemprop.uncertainty_chemprop import chemprop_heldout, chemprop_model, fails_whatever_the_model
     from benchmarks.vs_chemprop.uncertainty_ddpx import check_logged, ddpx_heldout, ddpx_run
     from benchmarks.vs_chemprop.uncertainty_scores import score
 
     args, regression = context.args, SETS[context.args.set].regression
     kind = MODEL_OF[(regression, method)][program]
     bench, k = SETS[args.set], args.ensemble_size
+    reason = fails_whatever_the_model(method, regression, context.rows.dev_targets) if program == "chemprop" else None
+    if reason:
+        return {"seed": seed, "unavailable": reason}
     if (program, kind) not in models:
         if program == "chemprop":
             models[program, kind] = chemprop_model(kind, regression, seed, args.epochs, k, context.names, context.rows)

@@ -168,6 +168,18 @@ def conformal_sets(predicted: Predicted, dev_targets: np.ndarray) -> HeldOut:
     return HeldOut("set", {"holds_0": sets[..., 0] == 0, "holds_1": sets[..., 1] == 1})
 
 
+def fails_whatever_the_model(method: str, regression: bool, dev_targets: np.ndarray) -> str | None:
+    """Why Chemprop's calibrator for ``method`` fails on these dev targets whatever a model answers, or
+    ``None``: ``conformal-multilabel`` refuses one label and, in 2.3.1, fails on a dev split where a
+    molecule has no label 0 or no label 1 (:func:`conformal_sets`). Found by fitting it on a constant
+    answer, so no model is trained for a row that cannot be made (Tox21's, HIV's)."""
+    if method != "conformal" or regression:
+        return None
+    constant = np.full(dev_targets.shape, 0.5)
+    held = conformal_sets(Predicted({"value": constant}, {"value": constant[:1]}), dev_targets)
+    return held.reason if held.kind == "unavailable" else None
+
+
 def chemprop_model(
     kind: str, regression: bool, seed: int, epochs: int, ensemble_size: int, names: list[str], rows: PredictionRows
 ) -> Predicted:

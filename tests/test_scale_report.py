@@ -47,7 +47,9 @@ def test_table_from_a_record(tmp_path):
     lines = [line for line in out.splitlines() if line.startswith("| ")]
     assert lines[2].startswith("| 1,000 | 15.0 (10.0 + 5.0) | 344 (200 + 144) | 400; 500 | 150 | 300 | 12.5 |")
     assert "not run | not run |" in lines[3]
-    assert lines[4].endswith("| stopped | > 20,000 (stopped) |")
+    assert lines[4].endswith("| stopped | > 20,000 (stopped) |")  # a record from before builds said how far
+    far = {"stopped": True, "limit_mb": 16000.0, "stopped_in": "datapoints", "molecules_made": 950000}
+    assert "| stopped | > 16,000 (stopped making datapoints, 950,000 made) |" in report(tmp_path, [row(4000, far)])
     assert "2.0 KiB a molecule" in out and "extrapolated, not measured" in out and "4,000 molecules" in out
     assert "abc1234" in out
     untrained = {**row(8000, None), "train": {}}  # above --train-max: prepared, no epoch
@@ -66,3 +68,32 @@ def test_the_docs_tables_are_the_committed_records_reports():
         assert done.returncode == 0, done.stderr
         rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and line[2].isdigit()]
         assert rows and all(f"\n{line}\n" in page for line in rows), (record.name, rows)
+
+
+def test_a_build_says_how_far_it_came_as_it_goes(tmp_path):
+    """Chemprop's build (real, 2.3.1) reports each chunk of datapoints and each phase on stderr; a build
+    stopped on the way is read back as the last of them."""
+    import numpy as np
+    import pytest
+
+    pytest.importorskip("chemprop", reason="Chemprop's own data classes")
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.scale.chemprop_build import how_far
+
+    smiles = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "CCN(CC)CC", "OC(=O)c1ccccc1"] * 8
+    data = tmp_path / "moses.csv"
+    data.write_text("SMILES\n" + "\n".join(smiles) + "\n")
+    targets = tmp_path / "targets"
+    targets.mkdir()
+    np.save(targets / "part-00000.npy", np.arange(len(smiles) * 3, dtype=np.float32).reshape(-1, 3))
+    log = tmp_path / "chemprop.log"
+    command = [sys.executable, str(ROOT / "benchmarks" / "scale" / "chemprop_build.py"), str(data), "40", str(targets)]
+    with log.open("w") as err:
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=err, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, log.read_text()
+    assert json.loads(done.stdout.splitlines()[-1])["molecules"] == 40
+    phases = [json.loads(line)["phase"] for line in log.read_text().splitlines() if line.startswith('{"phase"')]
+    assert phases == ["datapoints", "graph cache", "built"]
+    assert how_far(log) == {**how_far(log), "phase": "built", "molecules": 40}
+    log.write_text(log.read_text().split('{"phase": "graph cache"')[0])  # as if stopped while caching
+    assert how_far(log)["phase"] == "datapoints" and how_far(tmp_path / "none.log")["molecules"] == 0

@@ -27,9 +27,18 @@ if __name__ == "__main__":
 from benchmarks.common.environment import ROOT
 from benchmarks.scale.memory import PeakSampler, rss_anon_mb
 
+CHUNK = 50_000  # datapoints made at a time, so that a build stopped on the way says how far it came
+
+
+def progress(**values) -> None:
+    """One line of how far the build has come, on stderr (the log :func:`measure_chemprop` reads back)."""
+    print(json.dumps({**values, "rss_anon_mb": rss_anon_mb(os.getpid())}), file=sys.stderr, flush=True)
+
 
 def build(data: Path, size: int, targets: Path) -> dict:
-    """Chemprop's dataset of the file's first ``size`` molecules; its seconds (the file read left out)."""
+    """Chemprop's dataset of the file's first ``size`` molecules; its seconds (the file read left out).
+    Its datapoints are made ``CHUNK`` molecules at a time (each independent of the others: the same
+    list as one call makes), each chunk reported on stderr, then each phase after them."""
     import numpy as np
     from chemprop.cli.utils.parsing import make_datapoints, make_dataset
 
@@ -39,15 +48,28 @@ def build(data: Path, size: int, targets: Path) -> dict:
     Y = np.concatenate([np.load(part) for part in sorted(targets.glob("part-*.npy"))]).astype(np.float64)
     before = rss_anon_mb(os.getpid())  # the interpreter, Chemprop's imports, the SMILES and targets read
     started = time.perf_counter()
-    mol_data, _ = make_datapoints(
-        [smiles], None, Y, None, None, None, None, None, None, None, None,
-        keep_h=False, add_h=False, ignore_stereo=False, reorder_atoms=False, use_cuikmolmaker_featurization=False,
-    )  # fmt: skip
-    dataset = make_dataset(mol_data[0], "REAC_DIFF", "V2", False)
+    points = []
+    for start in range(0, len(smiles), CHUNK):
+        mol_data, _ = make_datapoints(
+            [smiles[start : start + CHUNK]], None, Y[start : start + CHUNK], None, None, None, None, None, None,
+            None, None, keep_h=False, add_h=False, ignore_stereo=False, reorder_atoms=False,
+            use_cuikmolmaker_featurization=False,
+        )  # fmt: skip
+        points.extend(mol_data[0])
+        progress(phase="datapoints", molecules=len(points))
+    dataset = make_dataset(points, "REAC_DIFF", "V2", False)
     dataset.normalize_targets()
+    progress(phase="graph cache", molecules=len(points))
     dataset.cache = True
     seconds = time.perf_counter() - started
+    progress(phase="built", molecules=len(points))
     return {"molecules": len(dataset), "build_s": seconds, "before_build_mb": before}
+
+
+def how_far(log: Path) -> dict:
+    """The last progress line of a build's log: the phase it was in and the molecules it had made."""
+    lines = [line for line in log.read_text().splitlines() if line.startswith('{"phase"')] if log.is_file() else []
+    return json.loads(lines[-1]) if lines else {"phase": "reading", "molecules": 0}
 
 
 def _env() -> dict[str, str]:
@@ -74,7 +96,8 @@ def measure_chemprop(data: Path, size: int, targets: Path, limit_mb: float, log:
                 time.sleep(0.2)
     record = {"wall_s": time.perf_counter() - started, "peak_rss_anon_mb": sampler.peak_mb(), "stopped": stopped}
     if stopped:
-        record["limit_mb"] = limit_mb
+        reached = how_far(log)
+        record.update(limit_mb=limit_mb, stopped_in=reached["phase"], molecules_made=reached["molecules"])
     elif process.returncode != 0:
         raise RuntimeError(f"Chemprop's build of {size} molecules exited with {process.returncode}; see {log}")
     else:

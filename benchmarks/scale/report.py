@@ -27,13 +27,11 @@ def _chemprop_cells(row: dict) -> tuple[str, str]:
     if chemprop is None:
         return "not run", "not run"
     if chemprop.get("stopped"):
-        where = (
-            f" making datapoints, {chemprop['molecules_made']:,} made"
-            if chemprop.get("stopped_in") == "datapoints"
-            else f" in its {chemprop['stopped_in']}"
-            if chemprop.get("stopped_in")
-            else ""
-        )
+        phase, where = chemprop.get("stopped_in"), ""  # records from before builds said how far have none
+        if phase == "datapoints":
+            where = f" making datapoints, {chemprop['molecules_made']:,} made"
+        elif phase:
+            where = f" in its {phase}"
         return "stopped", f"> {_number(chemprop['limit_mb'])} (stopped{where})"
     return _number(chemprop["build_s"], 1), _number(chemprop["peak_rss_anon_mb"])
 

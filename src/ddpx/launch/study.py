@@ -4,8 +4,8 @@ Every run's recipe is resolved and its launch planned before the first starts. A
 (its resolved recipe, its data's digest, the code's digest) matches a finished run of any study
 is reused, so a study stopped by Ctrl-C, a crash or the end of a day goes on where it stopped,
 and a run of other code is never mixed in; a run of the same key that was cut off goes on in its
-own folder from its last checkpoint (the same weights as a run never stopped). The tracker gets one parent run for the study with
-every run nested under it. Once every run has finished, the choice per set is made on dev
+own folder from its last checkpoint (the same weights as a run never stopped). The tracker gets
+one parent run for the study with every run nested under it. Once every run has finished, the choice per set is made on dev
 values alone (among its candidates but its baseline, which is never chosen), written to
 ``choice.json`` and to the parent run, and only then are held-out values read
 (:class:`~ddpx.records.study_records.RecordedChoice`).

@@ -31,6 +31,7 @@ from typing import Any
 
 import ddpx
 from ddpx.contract.records import RunSummary
+from ddpx.contract.run_dir import RunDir
 from ddpx.records.dataset_record import file_digest
 from ddpx.records.heldout_answers import PREDICTIONS, HeldoutAnswers, read_answers
 from ddpx.records.tracking import git_commit
@@ -167,9 +168,9 @@ class StudyDir:
         (Ctrl-C, a crash, the machine's end of day) that the same study goes on with."""
         found = {}
         for values in _read_lines(self.root / "started.jsonl"):
-            folder = Path(values["run_dir"])
-            if (folder / "checkpoints" / "last.pt").is_file() and not (folder / "summary.json").is_file():
-                found[values["key"]] = folder
+            folder = RunDir(Path(values["run_dir"]))
+            if folder.last_checkpoint.is_file() and not folder.summary_file.is_file():
+                found[values["key"]] = folder.path
             else:
                 found.pop(values["key"], None)
         return found

@@ -89,8 +89,8 @@ def molecules(runs: Runs) -> Iterator[Row]:
             "train.patience=0",
         ]
         try:
-            here = runs.run(recipe, keys)
-            cpu = runs.on_cpu(recipe, keys)
+            here = runs.run(recipe, keys, nproc=1)  # one rank each: a dry run too
+            cpu = runs.on_cpu(recipe, keys, nproc=1)
         except RuntimeError as exc:
             yield Row(f"{recipe}: molecules/s", "not run", "SKIP", str(exc)[:120])
             continue

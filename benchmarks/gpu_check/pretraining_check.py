@@ -63,7 +63,7 @@ def pretraining(runs: Runs) -> Iterator[Row]:
         RECIPE,
         [*keys, "train.max_epochs=1"],
         runs.workdir,
-        nproc=2 if runs.dry else 1,
+        nproc=1,
         env=(cpu_env() if runs.dry else {}) | folder,
     )
     epoch = [line for line in trained.epochs if "samples_per_s" in line][-1]

@@ -114,18 +114,18 @@ class Runs:
         self.done: dict[tuple, Run] = {}  # one run serves every row that asks for the same run
 
     def run(self, recipe, overrides, **kwargs) -> Run:
-        if self.dry:  # every dry run on 2 CPU ranks: the rows that ask for the same run share one
-            kwargs["nproc"] = 2
+        if self.dry:  # a dry run asked for without a rank count has 2 CPU ranks: the MLP rows share one
+            kwargs.setdefault("nproc", 2)
         key = (recipe, tuple(overrides), tuple(sorted(kwargs.items())))
         if key not in self.done:
             env = cpu_env() if self.dry else None
             self.done[key] = ddpx(recipe, overrides, self.workdir, env=env, **kwargs)
         return self.done[key]
 
-    def on_cpu(self, recipe, overrides) -> Run:
-        """The same run on one CPU rank with gloo (on a dry run, the run itself)."""
+    def on_cpu(self, recipe, overrides, **kwargs) -> Run:
+        """The same run on CPU ranks with gloo (on a dry run, the run itself)."""
         return (
-            self.run(recipe, overrides)
+            self.run(recipe, overrides, **kwargs)
             if self.dry
-            else ddpx(recipe, overrides, self.workdir, backend="gloo", env=cpu_env())
+            else ddpx(recipe, overrides, self.workdir, backend="gloo", env=cpu_env(), **kwargs)
         )

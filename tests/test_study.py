@@ -376,6 +376,7 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
         check=True,
     ).stdout
     assert report == again == markdown(json.loads(exported.read_text())) and report in out
+    assert json.loads(exported.read_text())["study"]["study.file"] == "s.toml"  # no folder of this machine
     assert "| its seeds together | families together, mean ± sd (seeds) | baseline |" in report
     assert re.search(
         r"\| hard \| accuracy \| narrow \|.* \| wide \| [\d.]+ ± [\d.]+ \(2\) \| [-+][\d.]+ \[.*\] \(2\) \| (past|short|level) \|",

@@ -42,7 +42,18 @@ def export_records(spec: Any, recorded: RecordedChoice, records: list[RunRecord]
         for study_set in spec.sets
     ]
     study = {k: info[k] for k in sorted(info) if k.startswith(("study.", "code.", "library."))}
+    if "study.file" in study:
+        study["study.file"] = in_repository(Path(study["study.file"]))
     return {"format": FORMAT, "study": study, "sets": sets}
+
+
+def in_repository(path: Path) -> str:
+    """The study file's path inside the git work tree that holds it, else its name: the export is
+    committed, and the folders of the machine the study ran on are not the reader's."""
+    for folder in path.parents:
+        if (folder / ".git").exists():
+            return path.relative_to(folder).as_posix()
+    return path.name
 
 
 def _set_records(spec: Any, study_set: Any, recorded: RecordedChoice, in_set: list[RunRecord]) -> dict:

@@ -3,8 +3,8 @@
 table's rows, every value in the record recomputed here by hand from the arrays each row scored,
 those arrays traced back to each program's own files, Chemprop's z-scaling and conformal width
 refitted here from its dev answers, one model per program serving two methods. The ensemble rows
-(raw and z-scaled) without training, fast: the same members' answers in each program's files,
-one ensemble per program serving both rows. ``--report`` printing the same table from the record
+(raw and z-scaled; for classification raw and Platt-calibrated) without training, fast: the same
+members' answers in each program's files, one ensemble per program serving both rows. ``--report`` printing the same table from the record
 (fast, from a record written here too, and from the committed record of before the z-scaled
 ensemble row)."""
 
@@ -124,6 +124,35 @@ def ensemble_answers(rng: np.random.Generator, targets: np.ndarray) -> np.ndarra
     return np.stack([targets + shared + rng.normal(0.0, 0.3, targets.shape) for _ in range(2)]).astype(np.float32)
 
 
+def both_ensemble_rows(monkeypatch, tmp_path, set_name, kind, names, rows, targets, predicted, run_dir):
+    """Each program's one ensemble (Chemprop's answers, ddpx's run folder of ``kind``) scored for the
+    ``ensemble`` row and the ``kind`` row, no model trained: the scores, and the arrays each row scored."""
+    import benchmarks.vs_chemprop.uncertainty_chemprop as chemprop_side
+    import benchmarks.vs_chemprop.uncertainty_ddpx as ddpx_side
+    from benchmarks.vs_chemprop.uncertainty import scored
+
+    def no_second_model(*args, **kwargs):
+        raise AssertionError("a second model was asked for")
+
+    monkeypatch.setattr(chemprop_side, "chemprop_model", no_second_model)
+    monkeypatch.setattr(ddpx_side, "ddpx_run", no_second_model)
+    models = {("chemprop", "ensemble"): predicted, ("ddpx", kind): run_dir}
+    context = SimpleNamespace(
+        args=SimpleNamespace(set=set_name, ensemble_size=2, epochs=3),
+        data=tmp_path / f"{set_name}.csv",
+        names=names,
+        rows=rows,
+        targets=targets,
+    )
+    results = {
+        (method, program): scored(method, program, 0, context, models)  # ddpx's: checked against what it logged
+        for method in ("ensemble", kind)
+        for program in ("chemprop", "ddpx")
+    }
+    arrays = {key: pd.read_csv(tmp_path / "scored" / f"{set_name}-seed0-{key[0]}-{key[1]}.csv") for key in results}
+    return results, arrays
+
+
 def test_one_ensemble_per_program_serves_its_raw_and_its_z_scaled_row(tmp_path, monkeypatch):
     """The regression ensemble rows without training: the same two members' answers given to the
     benchmark as Chemprop's ``predict`` writes an ensemble's (the mean, the members' variance as
@@ -135,7 +164,7 @@ def test_one_ensemble_per_program_serves_its_raw_and_its_z_scaled_row(tmp_path, 
 
     import benchmarks.vs_chemprop.uncertainty_chemprop as chemprop_side
     import benchmarks.vs_chemprop.uncertainty_ddpx as ddpx_side
-    from benchmarks.vs_chemprop.uncertainty import METHODS, scored
+    from benchmarks.vs_chemprop.uncertainty import METHODS
     from ddpx.contract.outputs import ensemble_answer_loss
     from ddpx.rank.loop.ensemble import mean_of
     from ddpx.rank.loop.evaluation import Predictions
@@ -165,25 +194,9 @@ def test_one_ensemble_per_program_serves_its_raw_and_its_z_scaled_row(tmp_path, 
     heldout_reports(held_answer, "gaussian_nll", {"labels": names}, run_dir / "reports", spread.numpy(), record.columns)
     (run_dir / "summary.json").write_text(json.dumps({"uncertainty": record.metrics}))
 
-    def no_second_model(*args, **kwargs):
-        raise AssertionError("a second model was asked for")
-
-    monkeypatch.setattr(chemprop_side, "chemprop_model", no_second_model)
-    monkeypatch.setattr(ddpx_side, "ddpx_run", no_second_model)
-    models = {("chemprop", "ensemble"): predicted, ("ddpx", "ensemble_zscaling"): run_dir}
-    context = SimpleNamespace(
-        args=SimpleNamespace(set="esol", ensemble_size=2, epochs=3),
-        data=tmp_path / "esol.csv",
-        names=names,
-        rows=rows,
-        targets=y_held,
+    results, arrays = both_ensemble_rows(
+        monkeypatch, tmp_path, "esol", "ensemble_zscaling", names, rows, y_held, predicted, run_dir
     )
-    results = {
-        (method, program): scored(method, program, 0, context, models)  # ddpx's: checked against what it logged
-        for method in ("ensemble", "ensemble_zscaling")
-        for program in ("chemprop", "ddpx")
-    }
-    arrays = {key: pd.read_csv(tmp_path / "scored" / f"esol-seed0-{key[0]}-{key[1]}.csv") for key in results}
     for key, scores in results.items():
         for name, value in by_hand(arrays[key]).items():
             assert scores[name] == pytest.approx(value, rel=1e-12), (key, name)
@@ -212,11 +225,86 @@ def test_one_ensemble_per_program_serves_its_raw_and_its_z_scaled_row(tmp_path, 
     ratio = np.mean((answers["logS"][:30].to_numpy() - y_dev[:, 0]) ** 2 / answers["logS_unc"][:30].to_numpy())
     assert chem_scaled / chem_raw == pytest.approx(ratio, rel=2e-3)  # s² of the dev NLL
 
-    # the ensemble run that serves both rows is asked for z-scaling; a classification ensemble is not
+    # the ensemble run that serves both rows is asked for z-scaling (a classification ensemble: platt)
     command = ddpx_side.ddpx_command("esol_dmpnn", tmp_path / "esol.csv", (), "ensemble_zscaling", 0, 3, 2)
     assert "train.calibration=zscaling" in command and "train.ensemble_size=2" in command
-    command = ddpx_side.ddpx_command("bbbp_dmpnn", tmp_path / "bbbp.csv", (), "ensemble", 0, 3, 2)
-    assert "train.ensemble_size=2" in command and not [a for a in command if a.startswith("train.calibration")]
+    command = ddpx_side.ddpx_command("bbbp_dmpnn", tmp_path / "bbbp.csv", (), "ensemble_platt", 0, 3, 2)
+    assert "train.calibration=platt" in command and "train.ensemble_size=2" in command
+
+
+def test_one_classification_ensemble_per_program_serves_its_raw_and_its_platt_row(tmp_path, monkeypatch):
+    """The classification ensemble rows without training: two members' logits given to the benchmark
+    as Chemprop's ``predict`` writes an ensemble's mean probability and as a ddpx run calibrated with
+    Platt on dev records them (ddpx's own writers). The ``ensemble`` rows read the raw mean on both
+    sides, alike; the ``ensemble_platt`` rows each program's Platt fitted on the dev mean (Chemprop's
+    ``PlattCalibrator``, ddpx's logistic fit): the same fit, so nearly the same answers; and the ECE
+    goal counts the ensemble's calibrated row among the calibrated models."""
+    pytest.importorskip("chemprop", reason="Chemprop's own platt calibrator")
+    import torch
+
+    import benchmarks.vs_chemprop.uncertainty_chemprop as chemprop_side
+    from benchmarks.vs_chemprop.uncertainty import METHODS, MODEL_OF
+    from benchmarks.vs_chemprop.uncertainty_report import goal_lines
+    from ddpx.rank.loop.ensemble import mean_of
+    from ddpx.rank.loop.evaluation import Predictions
+    from ddpx.records.reports import heldout_reports
+    from ddpx.records.uncertainty_reports import record_uncertainty
+
+    assert METHODS[False][:2] == ["ensemble", "ensemble_platt"]
+    assert MODEL_OF[False, "ensemble"] == MODEL_OF[False, "ensemble_platt"]  # one model per program
+    rng = np.random.default_rng(1)
+    y_dev, y_held = (rng.integers(0, 2, (n, 1)).astype(np.float64) for n in (60, 50))
+    # overconfident members: their logits three times what would be calibrated
+    members = {
+        n: [3 * (2 * y[:, 0] - 1) * rng.uniform(0.2, 1.5, len(y)) + rng.normal(0, 2.5, len(y)) for _ in (0, 1)]
+        for n, y in (("dev", y_dev), ("held", y_held))
+    }
+    names, smiles = ["p_np"], ["C" * (i + 1) for i in range(110)]
+    rows = chemprop_side.PredictionRows(tmp_path / "predict.csv", smiles[:60], smiles[60:], y_dev)
+
+    # ddpx's: the members' mean logit, Platt fitted on the dev mean, the run's own files (one label: (N,))
+    run_dir = tmp_path / "ddpx-ensemble_platt-seed0" / "run"
+    (_, dev_answer, _), (_, held_answer, spread) = (
+        mean_of(
+            [Predictions(torch.from_numpy(m).float(), torch.from_numpy(y[:, 0]).float()) for m in ms], "bce_with_logits"
+        )
+        for ms, y in ((members["dev"], y_dev), (members["held"], y_held))
+    )
+    record = record_uncertainty(dev_answer, held_answer, "bce_with_logits", {"labels": names}, "platt")
+    heldout_reports(
+        held_answer, "bce_with_logits", {"labels": names}, run_dir / "reports", spread.numpy(), record.columns
+    )
+    (run_dir / "summary.json").write_text(json.dumps({"uncertainty": record.metrics}))
+
+    # Chemprop's: predictions.csv of the dev rows, then the held-out rows, the mean probability of the same logits
+    both = np.concatenate([dev_answer.outputs.numpy(), held_answer.outputs.numpy()]).astype(np.float64)
+    pd.DataFrame({"smiles": smiles, "p_np": 1 / (1 + np.exp(-both))}).to_csv(tmp_path / "predictions.csv", index=False)
+    predicted = chemprop_side.read_predictions(tmp_path / "predictions.csv", names, rows)
+
+    results, arrays = both_ensemble_rows(
+        monkeypatch, tmp_path, "bbbp", "ensemble_platt", names, rows, y_held, predicted, run_dir
+    )
+    raw = {
+        program: arrays["ensemble", program].filter(like="probability").to_numpy() for program in ("chemprop", "ddpx")
+    }
+    assert np.allclose(raw["chemprop"], raw["ddpx"], atol=1e-6)  # the raw mean, alike
+    platt = {p: arrays["ensemble_platt", p].filter(like="probability").to_numpy() for p in ("chemprop", "ddpx")}
+    assert np.allclose(platt["chemprop"], platt["ddpx"], atol=2e-3)  # the same fit by two optimisers
+    written = pd.read_csv(run_dir / "reports" / "heldout_predictions.csv")
+    assert np.allclose(platt["ddpx"][:, 0], written["calibrated_probability"])
+    assert results["ensemble_platt", "ddpx"]["ece"] < results["ensemble", "ddpx"]["ece"]  # overconfidence undone
+    assert results["ensemble", "ddpx"]["nll"] == pytest.approx(record.metrics["heldout_nll_uncalibrated"], rel=1e-5)
+
+    whole = {
+        "regression": False,
+        "methods": ["ensemble", "ensemble_platt", "platt"],
+        "scores": {
+            m: {p: [{"seed": 0, **results.get((m, p), {"ece": 0.5})}] for p in ("chemprop", "ddpx")}
+            for m in ("ensemble", "ensemble_platt", "platt")
+        },
+    }
+    goal = goal_lines(whole)[-1]
+    assert "the best of each program's platt, ensemble_platt:" in goal and "(ensemble_platt)" in goal, goal
 
 
 def a_record(regression: bool) -> dict:
@@ -428,9 +516,9 @@ def test_a_kept_work_folder_gives_back_finished_models_and_continues_a_ddpx_run_
     finished.mkdir(parents=True)
     (finished / "summary.json").write_text("{}")
     assert ddpx_side.ddpx_run("bbbp_dmpnn", tmp_path / "b.csv", (), "platt", 0, 3, 2, tmp_path) == finished
-    cut_off = tmp_path / "ddpx-ensemble-seed0" / "bbbp_dmpnn-1"
+    cut_off = tmp_path / "ddpx-ensemble_platt-seed0" / "bbbp_dmpnn-1"
     (cut_off / "checkpoints").mkdir(parents=True)
-    assert ddpx_side.ddpx_run("bbbp_dmpnn", tmp_path / "b.csv", (), "ensemble", 0, 3, 2, tmp_path) == cut_off
+    assert ddpx_side.ddpx_run("bbbp_dmpnn", tmp_path / "b.csv", (), "ensemble_platt", 0, 3, 2, tmp_path) == cut_off
     assert started[-1][-2:] == ["--resume", "auto"] and len(started) == 1
 
     out = tmp_path / "chemprop-plain-seed0"

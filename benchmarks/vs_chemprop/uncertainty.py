@@ -33,13 +33,18 @@ shared by the methods that can share it:
     - ``conformal``: the 90 % split-conformal interval fitted on dev, from the mve model of each:
       Chemprop's ``conformal-regression`` (alpha 0.1; its score is the error less the predicted
       variance, so the interval is ŷ ± (σ² + q)); ddpx's recorded interval (ŷ ± q σ);
-- classification (default ``ensemble platt isotonic conformal``):
+- classification (default ``ensemble ensemble_platt platt isotonic conformal``):
     - ``platt``, ``isotonic``: Chemprop's one ``-t classification`` model with its ``platt`` or
       ``isotonic`` calibrator fitted on dev; ddpx ``train.calibration=platt`` and ``isotonic``, one
       run each (a ddpx calibrator is fitted when its run ends);
     - ``conformal``: Chemprop's ``conformal-multilabel`` (alpha 0.1) on that model, each label's
       set read off its in- and out-sets; ddpx's platt run's recorded 90 % set;
-    - ``ensemble``: the members' mean probability, ``K`` members on both sides.
+    - ``ensemble``: the members' mean probability, ``K`` members on both sides;
+    - ``ensemble_platt``: the same ensembles, their mean probability through ``platt`` fitted on dev:
+      Chemprop's on its ensemble's mean (``chemprop predict --calibration-method platt`` with the
+      ``K`` models); ddpx ``train.ensemble_size=K train.calibration=platt`` (its
+      ``calibrated_probability``). As for regression, one ensemble per program serves both rows:
+      ddpx's run is the calibrated one, and the ``ensemble`` row reads its raw ``probability``.
 
 Chemprop's calibrators are its own classes, fitted and applied as ``chemprop predict
 --calibration-method M --cal-path dev.csv`` does, on one ``chemprop predict`` of the dev and
@@ -82,14 +87,15 @@ from benchmarks.vs_chemprop.uncertainty_report import PROGRAMS, differing, forma
 
 METHODS = {
     True: ["mve", "ensemble", "ensemble_zscaling", "conformal"],
-    False: ["ensemble", "platt", "isotonic", "conformal"],
+    False: ["ensemble", "ensemble_platt", "platt", "isotonic", "conformal"],
 }
 MODEL_OF = {  # (regression, method): the model kind each program answers it with
     (True, "mve"): {"chemprop": "mve", "ddpx": "mve"},
     (True, "ensemble"): {"chemprop": "ensemble", "ddpx": "ensemble_zscaling"},  # ddpx: the run's raw spread
     (True, "ensemble_zscaling"): {"chemprop": "ensemble", "ddpx": "ensemble_zscaling"},
     (True, "conformal"): {"chemprop": "mve", "ddpx": "mve"},
-    (False, "ensemble"): {"chemprop": "ensemble", "ddpx": "ensemble"},
+    (False, "ensemble"): {"chemprop": "ensemble", "ddpx": "ensemble_platt"},  # ddpx: the run's raw probability
+    (False, "ensemble_platt"): {"chemprop": "ensemble", "ddpx": "ensemble_platt"},
     (False, "platt"): {"chemprop": "plain", "ddpx": "platt"},
     (False, "isotonic"): {"chemprop": "plain", "ddpx": "isotonic"},
     (False, "conformal"): {"chemprop": "plain", "ddpx": "platt"},

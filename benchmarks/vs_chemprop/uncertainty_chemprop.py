@@ -155,7 +155,8 @@ def chemprop_heldout(method: str, regression: bool, predicted: Predicted, dev_ta
         return HeldOut("interval", {"lower": value - half, "upper": value + half})
     if method == "conformal":
         return conformal_sets(predicted, dev_targets)
-    return HeldOut("probability", {"probability": calibrated(method, predicted, dev_targets)})
+    calibrator = method.removeprefix("ensemble_")  # platt or isotonic, on one model's or the ensemble's mean
+    return HeldOut("probability", {"probability": calibrated(calibrator, predicted, dev_targets)})
 
 
 def conformal_sets(predicted: Predicted, dev_targets: np.ndarray) -> HeldOut:

@@ -31,10 +31,12 @@ RUN_OVERRIDES = {  # model kind: what the run adds to the recipe
     "mve": ("model.uncertainty=mve", "train.calibration=zscaling"),
     "platt": ("train.calibration=platt",),
     "isotonic": ("train.calibration=isotonic",),
-    "ensemble": (),  # train.ensemble_size, from --ensemble-size
-    "ensemble_zscaling": ("train.calibration=zscaling",),  # a regression ensemble
+    "ensemble_zscaling": (
+        "train.calibration=zscaling",
+    ),  # a regression ensemble (train.ensemble_size: --ensemble-size)
+    "ensemble_platt": ("train.calibration=platt",),  # a classification ensemble
 }
-ENSEMBLES = ("ensemble", "ensemble_zscaling")  # the kinds that train --ensemble-size members
+ENSEMBLES = ("ensemble_zscaling", "ensemble_platt")  # the kinds that train --ensemble-size members
 UNCALIBRATED = ("ensemble",)  # the methods that read a run's raw answer, whatever its calibrator
 LOGGED = {  # the evaluators' names: ddpx's logged metric (``heldout_<name>``)
     "nll": "nll",

@@ -3,14 +3,10 @@ seeds, and the same evaluators applied to both programs' held-out answers, as on
 per set (docs/results.md, "Uncertainty and calibration beside Chemprop").
 
     python benchmarks/vs_chemprop/uncertainty.py --set esol --data ../shared/data/moleculenet/ESOL_delaney-processed.csv
-    python benchmarks/vs_chemprop/uncertainty.py --set lipophilicity --data ../shared/data/moleculenet/Lipophilicity.csv
     python benchmarks/vs_chemprop/uncertainty.py --set bbbp --data ../shared/data/bbbp/BBBP.csv --record bbbp-unc.json --keep bbbp-work
-    python benchmarks/vs_chemprop/uncertainty.py --set clintox --data ../shared/data/moleculenet/clintox.csv
-    python benchmarks/vs_chemprop/uncertainty.py --set bace --data ../shared/data/moleculenet/bace.csv
     python benchmarks/vs_chemprop/uncertainty.py --set tox21 --data ../shared/data/moleculenet/tox21.csv --methods conformal
     python benchmarks/vs_chemprop/uncertainty.py --set lipophilicity_small --data ../shared/data/moleculenet/Lipophilicity.csv --seeds 0
     python benchmarks/vs_chemprop/uncertainty.py --report bbbp-unc.json     # the table again, no runs
-    python benchmarks/vs_chemprop/uncertainty.py --report benchmarks/vs_chemprop/uncertainty-lipophilicity_small-2026-11-27.json
 
 The split is ddpx's (``chemprop_inputs.py``: MoleculeNet's scaffold split 80/10/10 as a rank builds
 it, written as Chemprop's CSV and splits file, as ``run.py`` does). For each seed and method both
@@ -40,11 +36,9 @@ shared by the methods that can share it:
     - ``conformal``: Chemprop's ``conformal-multilabel`` (alpha 0.1) on that model, each label's
       set read off its in- and out-sets; ddpx's platt run's recorded 90 % set;
     - ``ensemble``: the members' mean probability, ``K`` members on both sides;
-    - ``ensemble_platt``: the same ensembles, their mean probability through ``platt`` fitted on dev:
-      Chemprop's on its ensemble's mean (``chemprop predict --calibration-method platt`` with the
-      ``K`` models); ddpx ``train.ensemble_size=K train.calibration=platt`` (its
-      ``calibrated_probability``). As for regression, one ensemble per program serves both rows:
-      ddpx's run is the calibrated one, and the ``ensemble`` row reads its raw ``probability``.
+    - ``ensemble_platt``: those ensembles' mean probability through ``platt`` fitted on dev (Chemprop's
+      as its ``predict --calibration-method platt`` with the ``K`` models; ddpx ``train.ensemble_size=K
+      train.calibration=platt``); as for regression, ddpx's one run serves both ensemble rows.
 
 Chemprop's calibrators are its own classes, fitted and applied as ``chemprop predict
 --calibration-method M --cal-path dev.csv`` does, on one ``chemprop predict`` of the dev and

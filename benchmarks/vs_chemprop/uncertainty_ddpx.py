@@ -31,10 +31,9 @@ RUN_OVERRIDES = {  # model kind: what the run adds to the recipe
     "mve": ("model.uncertainty=mve", "train.calibration=zscaling"),
     "platt": ("train.calibration=platt",),
     "isotonic": ("train.calibration=isotonic",),
-    "ensemble_zscaling": (
-        "train.calibration=zscaling",
-    ),  # a regression ensemble (train.ensemble_size: --ensemble-size)
-    "ensemble_platt": ("train.calibration=platt",),  # a classification ensemble
+    # the ensembles (train.ensemble_size: --ensemble-size), of a regression model and of a classifier
+    "ensemble_zscaling": ("train.calibration=zscaling",),
+    "ensemble_platt": ("train.calibration=platt",),
 }
 ENSEMBLES = ("ensemble_zscaling", "ensemble_platt")  # the kinds that train --ensemble-size members
 UNCALIBRATED = ("ensemble",)  # the methods that read a run's raw answer, whatever its calibrator

@@ -17,7 +17,7 @@ def ddpx_split(recipe: str, data: Path, overrides: Sequence[str]):
     from ddpx.api import DataRequest
     from ddpx.config.recipe import resolve_recipe
     from ddpx.plugin_host.registry import load_registry
-    from ddpx.plugins.smiles.csv_table import read_smiles_csv
+    from ddpx.plugins.smiles.data import read_table
     from ddpx.plugins.smiles.scaling import SCALER_KEY
 
     registry = load_registry()
@@ -36,9 +36,7 @@ def ddpx_split(recipe: str, data: Path, overrides: Sequence[str]):
     task_data = recipe_config.task.build_data(request)
     names = list(params["label_columns"]) or [params["label_column"]]
     regression = SCALER_KEY in task_data.info  # a regression task's targets are standardised (scaling.py)
-    table = read_smiles_csv(
-        Path(params["path"]), params["smiles_column"], names, strict=params["strict"], regression=regression
-    )
+    table = read_table(Path(params["path"]), params, regression, lambda text: None)  # as the rank reads it
     rows = {
         name: list(getattr(task_data, split).rows)
         for name, split in (("train", "train"), ("val", "dev"), ("test", "heldout"))

@@ -99,7 +99,10 @@ def test_zscaling_is_chemprops_and_scales_the_variance_to_the_dev_errors():
     assert np.array_equal(answered[..., 0], mean) and answered[..., 1] == pytest.approx(variance * ours**2)
 
 
-def test_platt_is_the_likeliest_line_on_the_logits_and_isotonic_is_scikit_learns():
+def test_platt_is_the_likeliest_line_for_platts_targets_and_isotonic_is_scikit_learns():
+    """Platt's fit: the line on the logits likeliest for his targets ``(N+ + 1)/(N+ + 2)`` and
+    ``1/(N- + 2)``, which Chemprop's ``PlattCalibrator`` uses when given the counts (its Nelder-Mead
+    search from (1, 0) ends at that line or a less likely one); finite where the logits separate."""
     from scipy.optimize import minimize
 
     rng = np.random.default_rng(6)
@@ -114,18 +117,28 @@ def test_platt_is_the_likeliest_line_on_the_logits_and_isotonic_is_scikit_learns
             torch.from_numpy(sigmoid(logits)),
             torch.from_numpy(np.nan_to_num(targets)),
             torch.from_numpy(~np.isnan(targets)),
+            training_targets=torch.from_numpy(np.nan_to_num(targets, nan=-1.0)),  # the counts: each column's
         )
     )
     for j, fitted in enumerate(platt.fitted):
         kept = ~np.isnan(targets[:, j])
+        y = targets[kept, j]
+        soft = np.where(y == 1, (y.sum() + 1) / (y.sum() + 2), 1 / (len(y) - y.sum() + 2))
 
-        def nll(ab, z=logits[kept, j], y=targets[kept, j]):
-            return np.sum(np.logaddexp(0, ab[0] * z + ab[1]) - y * (ab[0] * z + ab[1]))
+        def nll(ab, z=logits[kept, j], t=soft):
+            return np.sum(np.logaddexp(0, ab[0] * z + ab[1]) - t * (ab[0] * z + ab[1]))
 
         best = minimize(nll, [1.0, 0.0], method="BFGS", options={"gtol": 1e-10}).x
-        assert [fitted["a"], fitted["b"]] == pytest.approx(best, abs=1e-4)
-        # Chemprop's Nelder-Mead search from (1, 0) ends at the same line or a less likely one
+        assert [fitted["a"], fitted["b"]] == pytest.approx(best, abs=1e-5)
         assert nll([fitted["a"], fitted["b"]]) <= nll([float(chemprop.a[j]), float(chemprop.b[j])]) + 1e-6
+    separable = fit_calibration(
+        np.r_[-2.0 - rng.uniform(size=30), 2.0 + rng.uniform(size=30)][:, None],
+        np.r_[np.zeros(30), np.ones(30)][:, None],
+        "bce_with_logits",
+        ["x"],
+        "platt",
+    ).fitted[0]
+    assert 0 < separable["a"] < 10 and abs(separable["b"]) < 1  # a finite line, not lbfgs's largest slope
     isotonic = fit_calibration(logits, targets, "bce_with_logits", ["x", "y"], "isotonic")
     probability = sigmoid(isotonic.answer(logits))
     for j in range(2):

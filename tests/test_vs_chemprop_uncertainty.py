@@ -237,16 +237,18 @@ def test_one_classification_ensemble_per_program_serves_its_raw_and_its_platt_ro
     as Chemprop's ``predict`` writes an ensemble's mean probability and as a ddpx run calibrated with
     Platt on dev records them (ddpx's own writers). The ``ensemble`` rows read the raw mean on both
     sides, alike; the ``ensemble_platt`` rows each program's Platt fitted on the dev mean (Chemprop's
-    ``PlattCalibrator``, ddpx's logistic fit): the same fit, so nearly the same answers; and the ECE
+    ``PlattCalibrator`` on the 0/1 labels, as its ``predict`` does; ddpx's on Platt's targets); and the ECE
     goal counts the ensemble's calibrated row among the calibrated models."""
     pytest.importorskip("chemprop", reason="Chemprop's own platt calibrator")
     import torch
+    from sklearn.linear_model import LogisticRegression
 
     import benchmarks.vs_chemprop.uncertainty_chemprop as chemprop_side
     from benchmarks.vs_chemprop.uncertainty import METHODS, MODEL_OF
     from benchmarks.vs_chemprop.uncertainty_report import goal_lines
     from ddpx.rank.loop.ensemble import mean_of
     from ddpx.rank.loop.evaluation import Predictions
+    from ddpx.records.calibration import platt_line
     from ddpx.records.reports import heldout_reports
     from ddpx.records.uncertainty_reports import record_uncertainty
 
@@ -289,7 +291,12 @@ def test_one_classification_ensemble_per_program_serves_its_raw_and_its_platt_ro
     }
     assert np.allclose(raw["chemprop"], raw["ddpx"], atol=1e-6)  # the raw mean, alike
     platt = {p: arrays["ensemble_platt", p].filter(like="probability").to_numpy() for p in ("chemprop", "ddpx")}
-    assert np.allclose(platt["chemprop"], platt["ddpx"], atol=2e-3)  # the same fit by two optimisers
+    dev_mean, held_mean = dev_answer.outputs.numpy().astype(np.float64), held_answer.outputs.numpy().astype(np.float64)
+    ddpx_line = platt_line(dev_mean, y_dev[:, 0])  # Platt's targets: never 0 or 1
+    assert np.allclose(platt["ddpx"][:, 0], 1 / (1 + np.exp(-(ddpx_line["a"] * held_mean + ddpx_line["b"]))))
+    # Chemprop's predict fits the 0/1 labels themselves: the likeliest line, as an unpenalised logistic fit finds it
+    likeliest = LogisticRegression(C=np.inf, tol=1e-10, max_iter=10_000).fit(dev_mean[:, None], y_dev[:, 0])
+    assert np.allclose(platt["chemprop"][:, 0], likeliest.predict_proba(held_mean[:, None])[:, 1], atol=2e-3)
     written = pd.read_csv(run_dir / "reports" / "heldout_predictions.csv")
     assert np.allclose(platt["ddpx"][:, 0], written["calibrated_probability"])
     assert results["ensemble_platt", "ddpx"]["ece"] < results["ensemble", "ddpx"]["ece"]  # overconfidence undone

@@ -4,8 +4,8 @@ and ``conformal_scores.npz``).
 Two parts, both fitted on the best weights' dev predictions only:
 
 - a **calibrator** (``train.calibration``) that changes what the model answers: ``platt`` (each
-  label's logit ``z`` becomes ``a z + b``, a logistic regression of the dev labels on the dev
-  logits, scikit-learn's, unpenalised) or ``isotonic`` (each label's probability through
+  label's logit ``z`` becomes ``a z + b``, the logistic regression on the dev logits of Platt's
+  targets, :func:`platt_line`) or ``isotonic`` (each label's probability through
   scikit-learn's ``IsotonicRegression``, clipped outside the dev range; saved as its thresholds and
   applied by linear interpolation, as scikit-learn applies it) for 0/1 labels; ``zscaling`` for a
   regression model's variance (each target's variance times ``s^2``, the ``s`` that maximises the
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,11 +171,25 @@ def fit_column(method: str, outputs: np.ndarray, targets: np.ndarray, j: int) ->
         return {"x": fitted.X_thresholds_.tolist(), "y": fitted.y_thresholds_.tolist()}
     if len(np.unique(y)) < 2:  # one class on dev: nothing to fit, the logits are kept
         return {"a": 1.0, "b": 0.0}
+    return platt_line(z, y)
+
+
+def platt_line(z: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """``a`` and ``b`` of Platt's fit (Platt 1999; scikit-learn's sigmoid calibration): the logistic
+    regression of the labels on the logits ``z``, each label ``y`` replaced by Platt's target,
+    ``(N+ + 1) / (N+ + 2)`` for a 1 and ``1 / (N- + 2)`` for a 0 (N+, N- the dev counts). The targets
+    are never 0 or 1, so a few dev molecules do not make the line overconfident, and dev labels the
+    logits separate still give a finite slope. A soft target ``t`` is the molecule counted once as
+    a 1 with weight ``t`` and once as a 0 with weight ``1 - t`` (scikit-learn's unpenalised fit)."""
     from sklearn.linear_model import LogisticRegression
 
-    with warnings.catch_warnings():  # separable dev labels: the largest slope lbfgs reaches
-        warnings.simplefilter("ignore")
-        fitted = LogisticRegression(C=np.inf, max_iter=1000).fit(z[:, None], y.astype(np.int64))
+    positives = float(np.sum(y == 1))
+    target = np.where(y == 1, (positives + 1) / (positives + 2), 1 / (len(y) - positives + 2))
+    fitted = LogisticRegression(C=np.inf, tol=1e-8, max_iter=1000).fit(
+        np.concatenate([z, z])[:, None],
+        np.concatenate([np.ones(len(z)), np.zeros(len(z))]).astype(np.int64),
+        sample_weight=np.concatenate([target, 1 - target]),
+    )
     return {"a": float(fitted.coef_[0, 0]), "b": float(fitted.intercept_[0])}
 
 

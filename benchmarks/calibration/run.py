@@ -9,7 +9,8 @@ evaluators). Calibrators:
 
 - ``none``: the model's own probabilities;
 - ``labels``: the logistic regression of the 0/1 labels on the logits, unpenalised (ddpx's
-  ``platt`` before Platt's targets; what ``chemprop predict --calibration-method platt`` fits);
+  ``platt`` before Platt's targets; the line ``chemprop predict --calibration-method platt``
+  searches for), by the same solver (:func:`ddpx.records.calibration.likeliest_line`);
 - ``platt``: the same regression on Platt's targets, ``(N+ + 1)/(N+ + 2)`` and ``1/(N- + 2)``
   (:func:`ddpx.records.calibration.platt_line`, what ``train.calibration=platt`` fits now).
 
@@ -25,7 +26,6 @@ import json
 import os
 import platform
 import sys
-import warnings
 from datetime import date
 from pathlib import Path
 
@@ -46,19 +46,12 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
 
 def fitted(method: str, z: np.ndarray, y: np.ndarray):
     """The calibrator ``method`` fitted on logits ``z`` and 0/1 labels ``y``: logits -> probabilities."""
-    from sklearn.linear_model import LogisticRegression
-
-    from ddpx.records.calibration import platt_line
+    from ddpx.records.calibration import likeliest_line, platt_line
 
     if method == "none":
         return sigmoid
-    if method == "platt":
-        line = platt_line(z, y)
-        return lambda t: sigmoid(line["a"] * t + line["b"])
-    with warnings.catch_warnings():  # dev labels the logits separate: the largest slope lbfgs reaches
-        warnings.simplefilter("ignore")
-        model = LogisticRegression(C=np.inf, max_iter=1000).fit(z[:, None], y.astype(np.int64))
-    return lambda t: model.predict_proba(t[:, None])[:, 1]
+    line = platt_line(z, y) if method == "platt" else likeliest_line(z, y)
+    return lambda t: sigmoid(line["a"] * t + line["b"])
 
 
 def cross_fitted(z: np.ndarray, y: np.ndarray) -> dict[str, dict[str, float]]:

@@ -179,18 +179,26 @@ def platt_line(z: np.ndarray, y: np.ndarray) -> dict[str, float]:
     regression of the labels on the logits ``z``, each label ``y`` replaced by Platt's target,
     ``(N+ + 1) / (N+ + 2)`` for a 1 and ``1 / (N- + 2)`` for a 0 (N+, N- the dev counts). The targets
     are never 0 or 1, so a few dev molecules do not make the line overconfident, and dev labels the
-    logits separate still give a finite slope. A soft target ``t`` is the molecule counted once as
-    a 1 with weight ``t`` and once as a 0 with weight ``1 - t`` (scikit-learn's unpenalised fit)."""
-    from sklearn.linear_model import LogisticRegression
-
+    logits separate still give a finite slope."""
     positives = float(np.sum(y == 1))
-    target = np.where(y == 1, (positives + 1) / (positives + 2), 1 / (len(y) - positives + 2))
-    fitted = LogisticRegression(C=np.inf, tol=1e-8, max_iter=1000).fit(
-        np.concatenate([z, z])[:, None],
-        np.concatenate([np.ones(len(z)), np.zeros(len(z))]).astype(np.int64),
-        sample_weight=np.concatenate([target, 1 - target]),
-    )
-    return {"a": float(fitted.coef_[0, 0]), "b": float(fitted.intercept_[0])}
+    return likeliest_line(z, np.where(y == 1, (positives + 1) / (positives + 2), 1 / (len(y) - positives + 2)))
+
+
+def likeliest_line(z: np.ndarray, target: np.ndarray) -> dict[str, float]:
+    """``a`` and ``b`` minimising the cross-entropy of ``sigmoid(a z + b)`` against ``target`` (each in
+    [0, 1]): an unpenalised logistic regression that takes soft targets, by BFGS from (1, 0) with
+    the exact gradient."""
+    from scipy.optimize import minimize
+    from scipy.special import expit, log_expit
+
+    def cross_entropy(line: np.ndarray) -> tuple[float, np.ndarray]:
+        s = line[0] * z + line[1]
+        residual = expit(s) - target
+        value = -np.sum(target * log_expit(s) + (1 - target) * log_expit(-s))
+        return float(value), np.array([np.sum(residual * z), np.sum(residual)])
+
+    fitted = minimize(cross_entropy, np.array([1.0, 0.0]), jac=True, method="BFGS", options={"gtol": 1e-9})
+    return {"a": float(fitted.x[0]), "b": float(fitted.x[1])}
 
 
 def conformal_scores(calibration: Calibration, answered: np.ndarray, targets: np.ndarray) -> list[np.ndarray]:

@@ -40,13 +40,9 @@ METHODS = ("none", "labels", "platt")
 FOLDS, SHUFFLES, FEWEST = 5, 4, 5  # 5-fold cross-fitting, 4 shuffles; labels with 5 dev molecules of each class
 
 
-def sigmoid(z: np.ndarray) -> np.ndarray:
-    return 1 / (1 + np.exp(-z))
-
-
 def fitted(method: str, z: np.ndarray, y: np.ndarray):
     """The calibrator ``method`` fitted on logits ``z`` and 0/1 labels ``y``: logits -> probabilities."""
-    from ddpx.records.calibration import likeliest_line, platt_line
+    from ddpx.records.calibration import likeliest_line, platt_line, sigmoid
 
     if method == "none":
         return sigmoid

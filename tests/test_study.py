@@ -34,11 +34,6 @@ published = {{ "a paper" = 0.5 }}
 
 [[sets.easy.candidates]]
 recipe = "{TINY}"
-name = "narrow"
-overrides = ["model.dim_hidden=16"]
-
-[[sets.easy.candidates]]
-recipe = "{TINY}"
 name = "wide"
 
 [sets.hard]
@@ -317,11 +312,11 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
     finished = [line for line in out.splitlines() if line.startswith("ddpx: run ") and "FAILED" not in line]
     assert len(finished) == 3
     first = finished[0]  # how far the command has come
-    assert re.search(r" \[1 of 8 ended, \d:\d\d:\d\d since the start\]$", first), first
+    assert re.search(r" \[1 of 6 ended, \d:\d\d:\d\d since the start\]$", first), first
 
     crash = {"DDPX_PLUGINS": "ddpx_testplug_failing", "DDPX_TEST_FAIL_ONCE": str(tmp_path / "crashed")}
     status, out, err = run_study(tmp_path, tracking_uri, experiment, **crash)  # the next run crashes, once
-    assert "3 finished earlier, 5 to run" in out  # the three finished runs are not run again
+    assert "3 finished earlier, 3 to run" in out  # the three finished runs are not run again
     assert status == 1 and "1 run(s) of the study failed: " in err and "Traceback" not in err, err
     assert "--choose-with-failures" in err and "chose" not in out  # a failed run holds the choice back
     [folder] = (tmp_path / "ddpx-runs" / "studies").glob("two_sets-*")
@@ -331,7 +326,7 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
 
     status, out, err = run_study(tmp_path, tracking_uri, experiment)
     assert status == 0, err
-    assert "7 finished earlier, 1 to run (1 from where they were cut off)" in out  # only the failed run goes on
+    assert "5 finished earlier, 1 to run (1 from where they were cut off)" in out  # only the failed run goes on
     assert f"ddpx: resuming the run in {crashed}" in out  # in its own folder, from its checkpoint
     assert re.search(r"resuming from .*last\.pt: 1 epoch\(s\) done", out), out
     events = [e["event"] for e in _events(folder)]
@@ -354,7 +349,7 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
     assert went_on.info.status == "FINISHED" and went_on.data.metrics["heldout_accuracy"] > 0
     # the stopped study's parent run went on: every finished run of the three attempts is nested under it
     assert (
-        sum(r.info.status == "FINISHED" for r in nested) == 8
+        sum(r.info.status == "FINISHED" for r in nested) == 6
         and parent.data.params["study.digest"] == read_study(tmp_path / "s.toml").digest
     )
 
@@ -398,7 +393,7 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
 
     (tmp_path / "s.toml").write_text("# edited\n" + STUDY)  # another file: another study, the runs reused
     status, out, err = run_study(tmp_path, tracking_uri, experiment)
-    assert status == 0 and "8 finished earlier, 0 to run" in out, err
+    assert status == 0 and "6 finished earlier, 0 to run" in out, err
     assert len(list((tmp_path / "ddpx-runs" / "studies").glob("two_sets-*"))) == 2
 
 

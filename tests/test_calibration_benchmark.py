@@ -1,6 +1,7 @@
 """``benchmarks/calibration/run.py`` without a study: the cross-fitting of the three calibrators on
 made dev logits, and the report's table and tally read from its record."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -36,8 +37,6 @@ def test_the_report_averages_each_models_labels_and_seeds_and_counts_where_platt
 
 
 def test_the_results_page_holds_the_report_of_the_committed_record():
-    import json
-
     record = ROOT / "benchmarks" / "calibration" / "platt-targets-2026-11-28.json"
     page = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     between = page.split("<!-- platt-targets:start -->\n")[1].split("\n<!-- platt-targets:end -->")[0]

@@ -59,6 +59,17 @@ class Beacon:
 BEACON = Beacon()
 
 
+def progress_log(say: Callable[[str], None], beacon: Beacon = BEACON) -> Callable[[str], None]:
+    """``say``, which also counts as this rank's progress: a plugin that reports how far it has come
+    (a part of a large data set featurized) is not a stalled rank, however long its phase lasts."""
+
+    def log(text: str) -> None:
+        beacon.touch()
+        say(text)
+
+    return log
+
+
 class StallWatcher(threading.Thread):
     """Writes this rank's stall record while its beacon stands still; on rank 0 also prints the
     stalled ranks' records (``report``) each time the quiet period has passed again."""

@@ -18,7 +18,7 @@ import time
 from ddpx.contract.errors import UserError
 from ddpx.contract.records import DataRequest, RunSummary, TaskData
 from ddpx.rank.checkpoints.sharded import gathered
-from ddpx.rank.diagnostics.stall import BEACON
+from ddpx.rank.diagnostics.stall import BEACON, progress_log
 from ddpx.rank.loop.ensemble import fit_ensemble
 from ddpx.rank.loop.evaluation import Predictions, evaluate, more_metrics, per_label_metrics
 from ddpx.rank.loop.heldout_records import write_heldout_records
@@ -58,7 +58,7 @@ def build_task_data(run: RunContext) -> TaskData:
         world_size=env.world_size,
         local_rank=env.local_rank,
         barrier=barrier,
-        log=lambda text: run.console.print(f"data: {text}"),
+        log=progress_log(lambda text: run.console.print(f"data: {text}")),
         device=run.device,
         inputs=task.input_for(run.parts.model),
     )

@@ -16,6 +16,7 @@ import pytest
 from conftest import TEST_PLUGINS, TEST_RECIPES
 from mlflow.tracking import MlflowClient
 
+from ddpx.cli.study_report import exported as study_report_records
 from ddpx.config.study_file import read_study
 from ddpx.contract.errors import UserError
 from ddpx.records.study_records import RunRecord, StudyDir, choose
@@ -271,6 +272,35 @@ def test_the_baseline_is_read_after_the_choice_and_its_table_regenerates_from_th
     )
 
 
+def test_a_set_not_chosen_yet_is_reported_by_its_finished_runs_and_none_of_its_values(tmp_path):
+    from ddpx.launch.study import set_choice
+    from ddpx.records.study_report import export_records
+
+    (tmp_path / "s.toml").write_text(
+        'seeds = [0, 1]\nensembles = []\n[sets.a]\ncandidates = ["r"]\n[sets.b]\ncandidates = ["r", "q"]\n'
+    )
+    spec = read_study(tmp_path / "s.toml")
+    runs = [finished_run(tmp_path / "runs", s, "r", seed, 0.8) for s in ("a", "b") for seed in (0, 1)]
+    folder = StudyDir(tmp_path / "studies", spec.name, spec.digest, "c" * 10)
+    folder.create(spec.text, {})
+    recorded = folder.record_choice({"a": set_choice(spec.sets[0], runs, spec.seeds)}, now=["a"])  # b's q runs on
+    chosen, pending = export_records(spec, recorded, runs, {"study.name": spec.name})["sets"]
+    assert chosen["chosen"] == "r" and len(chosen["runs"]) == 2
+    assert pending == {
+        "name": "b",
+        "metric": "roc_auc",
+        "candidates": ["r", "q"],
+        "chosen": None,
+        "pending": "not chosen yet: 2 of its 4 runs finished",
+        "published": {},
+        "runs": [],
+    }
+    assert [e.get("set") for e in folder.events() if e["event"] == "heldout read"] == ["a", "a"]  # b's stay unread
+    assert "| b | roc_auc | not chosen yet: 2 of its 4 runs finished | | | |" in markdown(
+        {"study": {}, "sets": [chosen, pending]}
+    )
+
+
 def test_a_bad_key_in_any_run_is_an_error_before_anything_starts(ddpx_here, tmp_path):
     (tmp_path / "s.toml").write_text(STUDY.replace("model.dim_hidden=16", "model.dim_hiden=16"))
     result = ddpx_here("study", "run", "s.toml", "--tracking", "none")
@@ -313,14 +343,23 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
     assert len(finished) == 3
     first = finished[0]  # how far the command has come
     assert re.search(r" \[1 of 6 ended, \d:\d\d:\d\d since the start\]$", first), first
+    # the easy set's two runs ended: it is chosen there and then, on dev, while the hard set runs on
+    assert out.index("ddpx: set easy: chose wide by mean dev_accuracy (wide ") < out.index(finished[2])
+    assert "ddpx: its table, while the study goes on: ddpx study report s.toml" in out
+    [folder] = (tmp_path / "ddpx-runs" / "studies").glob("two_sets-*")
+    assert sorted(json.loads((folder / "choice.json").read_text())) == ["easy"]
+    table = markdown(
+        study_report_records(tmp_path / "s.toml", str(tmp_path / "ddpx-runs"))
+    )  # `ddpx study report s.toml`
+    assert re.search(r"\| easy \| accuracy \| wide \| [\d.]+ \| [\d.]+ ± [\d.]+ \(2\) \|", table), table
+    assert "| hard | accuracy | not chosen yet: 1 of its 4 runs finished | | |" in table
 
     crash = {"DDPX_PLUGINS": "ddpx_testplug_failing", "DDPX_TEST_FAIL_ONCE": str(tmp_path / "crashed")}
     status, out, err = run_study(tmp_path, tracking_uri, experiment, **crash)  # the next run crashes, once
     assert "3 finished earlier, 3 to run" in out  # the three finished runs are not run again
     assert status == 1 and "1 run(s) of the study failed: " in err and "Traceback" not in err, err
-    assert "--choose-with-failures" in err and "chose" not in out  # a failed run holds the choice back
-    [folder] = (tmp_path / "ddpx-runs" / "studies").glob("two_sets-*")
-    assert not (folder / "choice.json").exists()
+    assert "--choose-with-failures" in err and "chose" not in out  # a failed run holds its set's choice back
+    assert sorted(json.loads((folder / "choice.json").read_text())) == ["easy"]  # the easy set's is kept
     crashed = Path(re.search(r"of the study failed: [^(]*\((/[^)]+)\)", err)[1])
     assert (crashed / "checkpoints" / "last.pt").is_file()  # it crashed after its epoch's checkpoint
 
@@ -336,8 +375,13 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
     assert "chose" in out and "| easy | accuracy |" in out
     assert "set hard: chose narrow by mean dev_accuracy (narrow " in out and "its baseline wide is never chosen" in out
     read = [(e["event"], e.get("set"), e.get("candidate")) for e in _events(folder)]
+    [hard_chosen] = [
+        i for i, e in enumerate(_events(folder)) if e["event"] == "choice recorded" and "hard" in e["sets"]
+    ]
+    assert _events(folder)[hard_chosen + 1]["event"] == "choice recorded on the parent run"
+    assert not [what for what in read[:hard_chosen] if what[:2] == ("heldout read", "hard")]  # none before its choice
     baseline_reads = [i for i, what in enumerate(read) if what == ("heldout read", "hard", "wide")]
-    assert len(baseline_reads) == 2 and min(baseline_reads) > events.index("choice recorded on the parent run")
+    assert len(baseline_reads) == 2 and min(baseline_reads) > hard_chosen
 
     client = MlflowClient(tracking_uri)
     runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])

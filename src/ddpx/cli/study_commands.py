@@ -38,8 +38,9 @@ Examples:
   ddpx study report benchmarks/studies/moleculenet.json   # the table from committed records alone
 
 \b
-While runs go on, only dev values are shown; once every run has ended the choice per set is made
-on dev and recorded (choice.json, the MLflow parent run), and only then are held-out values read.
+While runs go on, only dev values are shown; once every run of a set has ended, that set's choice is
+made on dev and recorded (choice.json, the MLflow parent run), and only then are its held-out values
+read: `ddpx study report FILE` gives the chosen sets' table while the later sets still run.
 """
 
 
@@ -69,7 +70,7 @@ def study_group() -> None:
 def study_run_command(file, dry_run, parallel, choose_with_failures, **values) -> None:
     """Run every (set, candidate, seed) of the study FILE not yet finished, then choose per set on dev."""
     from ddpx.cli.run_commands import at_once, trial_slots
-    from ddpx.cli.study_report import RunProgress, print_choice, print_table
+    from ddpx.cli.study_report import RunProgress, print_choice, print_set_chosen, print_table
     from ddpx.config.study_file import read_study
     from ddpx.launch.study import StudyUnfinished, plan_study, run_study
 
@@ -98,6 +99,7 @@ def study_run_command(file, dry_run, parallel, choose_with_failures, **values) -
             warn=lambda text: click.echo(f"Warning: {text}", err=True),
             slots=slots,
             choose_with_failures=choose_with_failures,
+            chose=lambda recorded, sets: print_set_chosen(file, recorded, sets),
         )
     except StudyUnfinished as exc:
         raise JobFailed(unfinished_message(exc.trials, file)) from None
@@ -117,9 +119,9 @@ def unfinished_message(trials, file) -> str:
     named = "; ".join(f"{t.label} ({t.job.run_dir.path})" for t in trials[:5])
     more = f"; and {len(trials) - 5} more" if len(trials) > 5 else ""
     return (
-        f"{len(trials)} run(s) of the study failed: {named}{more}. The choice per set waits until every "
-        "declared run has finished, because it is made once and kept: a run that failed once (a crash, a "
-        "killed process, a full disk) must not leave its candidate out for good. Run the same command again "
+        f"{len(trials)} run(s) of the study failed: {named}{more}. Their sets' choice waits until every "
+        "declared run of the set has finished, because it is made once and kept: a run that failed once (a "
+        "crash, a killed process, a full disk) must not leave its candidate out for good. Run the same command again "
         f"to rerun only those (each folder's log says why it failed): ddpx study run {file}; or add "
         "--choose-with-failures to choose now among the candidates whose every seed finished."
     )

@@ -37,8 +37,11 @@ def print_run(trial, progress: str = "") -> None:
     click.echo(f"ddpx: run {trial.number} ({trial.label}): {detail}{f' [{progress}]' if progress else ''}")
 
 
-def print_choice(recorded) -> None:
+def print_choice(recorded, sets: list[str] | None = None) -> None:
+    """The choice of ``sets`` (default: every set chosen so far), dev values only."""
     for name, choice in recorded.choice.items():
+        if sets is not None and name not in sets:
+            continue
         chosen = choice.get("chosen")
         if not chosen:
             click.echo(f"ddpx: set {name}: no candidate chosen ({choice.get('reason', '')})")
@@ -51,6 +54,12 @@ def print_choice(recorded) -> None:
         beside = f"; its baseline {choice['baseline']} is never chosen" if choice.get("baseline") else ""
         click.echo(f"ddpx: set {name}: chose {chosen} by mean dev_{choice['metric']} ({means}){beside}")
     click.echo(f"ddpx: the choice is recorded in {recorded.study.path / 'choice.json'} and on the parent run")
+
+
+def print_set_chosen(study_file: Path, recorded, sets: list[str]) -> None:
+    """A set's choice, made while the study goes on: its table is ready before the rest of the study."""
+    print_choice(recorded, sets)
+    click.echo(f"ddpx: its table, while the study goes on: ddpx study report {study_file}")
 
 
 def print_table(study, recorded) -> None:
@@ -73,8 +82,9 @@ def study_folder(spec, runs_dir: str | None):
     )
     if not found:
         raise UserError(
-            f"study '{spec.name}' ({spec.path}) has made no choice under {root}: run `ddpx study run "
-            f"{spec.path}` to the end first (or give --run-dir where its runs are)."
+            f"study '{spec.name}' ({spec.path}) has chosen no set yet under {root}: a set is chosen once every "
+            f"run of it has finished; run `ddpx study run {spec.path}` until one has (or give --run-dir where "
+            "its runs are)."
         )
     return StudyDir.at(found[-1])
 

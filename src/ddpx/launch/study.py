@@ -5,10 +5,12 @@ Every run's recipe is resolved and its launch planned before the first starts. A
 is reused, so a study stopped by Ctrl-C, a crash or the end of a day goes on where it stopped,
 and a run of other code is never mixed in; a run of the same key that was cut off goes on in its
 own folder from its last checkpoint (the same weights as a run never stopped). The tracker gets
-one parent run for the study with every run nested under it. Once every run has finished, the choice per set is made on dev
-values alone (among its candidates but its baseline, which is never chosen), written to
-``choice.json`` and to the parent run, and only then are held-out values read
-(:class:`~ddpx.records.study_records.RecordedChoice`).
+one parent run for the study with every run nested under it. As soon as every run of a set has
+finished, that set's choice is made on dev values alone (among its candidates but its baseline,
+which is never chosen), written to ``choice.json`` and to the parent run, and only then are its
+held-out values readable (:class:`~ddpx.records.study_records.RecordedChoice`): a long study's
+first sets can be reported, and their records committed, while its later sets run. A set's choice
+is made once and kept.
 """
 
 from __future__ import annotations
@@ -161,19 +163,28 @@ def run_study(
     warn: Callable[[str], None],
     slots: list[Slot] | None = None,
     choose_with_failures: bool = False,
+    chose: Callable[[RecordedChoice, list[str]], None] = lambda recorded, sets: None,
 ) -> RecordedChoice:
-    """Run what is not finished yet, under one parent run; then choose on dev and record the choice.
-    A run that failed holds the choice back (:class:`StudyUnfinished`): the choice is made once and
-    kept, so a run that failed once must not leave its candidate out of it for good; the same command
-    reruns what failed. ``choose_with_failures`` chooses anyway, among the candidates whose every
+    """Run what is not finished yet, under one parent run, choosing each set on dev as soon as its
+    runs have all finished (``chose(recorded, sets)`` hears of each new choice). A failed run holds
+    its set's choice back (:class:`StudyUnfinished`): a choice is made once and kept, so a run that
+    failed once must not leave its candidate out of it for good; the same command reruns what
+    failed. ``choose_with_failures`` chooses the sets left anyway, among the candidates whose every
     seed finished."""
     parent = open_parent(registry, study, warn)
+
+    def choose_finished(everything: bool = False) -> RecordedChoice:
+        recorded, sets = record_choices(study, parent, everything)
+        if sets:
+            chose(recorded, sets)
+        return recorded
 
     def ended(trial: StudyTrial) -> None:
         if trial.status == "FINISHED" and trial.summary is not None:
             trial.reused = RunRecord.of(trial.set_name, trial.candidate, trial.seed, trial.key, trial.summary)
             study.folder.add(trial.reused)
         report(trial)
+        choose_finished()
 
     def begin(trial: StudyTrial) -> None:
         if trial.continues is not None:  # its ranks go on from the folder's last checkpoint
@@ -185,6 +196,7 @@ def run_study(
         trial.job.tags = {**trial.job.tags, "ddpx.study.set": trial.set_name, "ddpx.study.candidate": trial.candidate}
 
     try:
+        choose_finished()  # sets whose runs all finished earlier
         with signals_reach_the_ranks():  # SIGTERM between two runs stops the study as Ctrl-C does
             if slots and len(slots) > 1:
                 run_side_by_side(registry, PlannedTrials(study.to_run), slots, begin, ended, noun="run")
@@ -197,33 +209,45 @@ def run_study(
         parent.finish("KILLED", error=f"the study was stopped: {exc}; the same command goes on where it stopped")
         raise
     failed = [t for t in study.trials if t.reused is None]
-    if failed and not choose_with_failures and not (study.folder.path / "choice.json").is_file():
-        parent.finish("FAILED", error=f"{len(failed)} run(s) failed: the choice waits until every run has finished")
+    if failed and not choose_with_failures and not {s.name for s in study.spec.sets} <= set(chosen_sets(study)):
+        parent.finish("FAILED", error=f"{len(failed)} run(s) failed: their sets' choice waits until they have finished")
         raise StudyUnfinished(failed)
-    recorded = record_choice(study, parent)
+    recorded = choose_finished(everything=True)
     parent.finish("FAILED" if failed else "FINISHED", error=f"{len(failed)} run(s) failed" if failed else None)
     return recorded
 
 
-def record_choice(study: Study, parent: GuardedTracker) -> RecordedChoice:
-    """Choose per set on dev values alone, and write the choice to disk and to the parent run. A
-    study whose choice was recorded keeps it: the same file and code never choose again."""
-    if (study.folder.path / "choice.json").is_file():
-        return RecordedChoice.read(study.folder)
-    records = study.records()
-    choice = {study_set.name: set_choice(study_set, records, study.spec.seeds) for study_set in study.spec.sets}
-    recorded = study.folder.record_choice(choice)
-    parent.set_tags({f"ddpx.study.choice.{name}": str(c.get("chosen")) for name, c in choice.items()})
+def chosen_sets(study: Study) -> dict[str, Any]:
+    """The choice recorded so far, by set (none before the first set's)."""
+    return RecordedChoice.read(study.folder).choice if (study.folder.path / "choice.json").is_file() else {}
+
+
+def record_choices(study: Study, parent: GuardedTracker, everything: bool = False) -> tuple[RecordedChoice, list[str]]:
+    """Choose, on dev values alone, each set not chosen yet whose every run has finished (``everything``:
+    every set not chosen yet, among its candidates whose every seed finished); write the choice to disk
+    and to the parent run. Sets chosen earlier keep their choice: the same file and code never choose a
+    set again. Returns the choice recorded and the sets chosen now."""
+    kept, records = chosen_sets(study), study.records()
+    finished = {t.set_name for t in study.trials} - {t.set_name for t in study.trials if t.reused is None}
+    new = {
+        study_set.name: set_choice(study_set, records, study.spec.seeds)
+        for study_set in study.spec.sets
+        if study_set.name not in kept and (everything or study_set.name in finished)
+    }
+    if not new:
+        return RecordedChoice(study.folder, kept), []
+    recorded = study.folder.record_choice({**kept, **new}, now=sorted(new))
+    parent.set_tags({f"ddpx.study.choice.{name}": str(c.get("chosen")) for name, c in new.items()})
     parent.log_metrics(
         {
             f"choice.{name}.mean_dev": c["evidence"][c["chosen"]]["mean_dev"]
-            for name, c in choice.items()
+            for name, c in new.items()
             if c.get("chosen")
         }
     )
     parent.log_artifact(study.folder.path / "choice.json", "study")
-    study.folder.event("choice recorded on the parent run", run_id=parent.run_id)
-    return recorded
+    study.folder.event("choice recorded on the parent run", run_id=parent.run_id, sets=sorted(new))
+    return recorded, sorted(new)
 
 
 def set_choice(study_set: StudySet, records: list[RunRecord], seeds: tuple[int, ...]) -> dict[str, Any]:

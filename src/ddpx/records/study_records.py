@@ -185,10 +185,12 @@ class StudyDir:
             with path.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(asdict(record)) + "\n")
 
-    def record_choice(self, choice: dict[str, Any]) -> RecordedChoice:
-        path = self.path / "choice.json"
-        path.write_text(json.dumps(choice, indent=2, sort_keys=True), encoding="utf-8")
-        self.event("choice recorded", sets=sorted(choice))
+    def record_choice(self, choice: dict[str, Any], now: list[str] | None = None) -> RecordedChoice:
+        """Write the choice of every set chosen so far (``now``: those chosen this time; default all)."""
+        path, tmp = self.path / "choice.json", self.path / ".choice.json.tmp"
+        tmp.write_text(json.dumps(choice, indent=2, sort_keys=True), encoding="utf-8")
+        tmp.replace(path)  # a report read beside a running study sees the old choice or the new one
+        self.event("choice recorded", sets=sorted(choice) if now is None else now)
         return RecordedChoice.read(self)
 
 

@@ -4,7 +4,8 @@
 needs nothing but the exported records, so a table in the docs regenerates byte for byte from a
 file committed beside it (``ddpx study report RECORDS.json``).
 
-Per set: the chosen candidate, its held-out mean ± sd over seeds, and for each published row the
+Per set: the chosen candidate (a set not chosen yet, while the study goes on: how many of its runs
+have finished, and nothing else), its held-out mean ± sd over seeds, and for each published row the
 difference (held-out − published) with a 95 % t-interval over the seeds: "past" where the whole
 interval is on the better side, "short" where it is on the worse, "level" where it holds zero.
 Beside them, as outcomes of their own, the ensembles the set declares
@@ -39,6 +40,8 @@ def export_records(spec: Any, recorded: RecordedChoice, records: list[RunRecord]
     """Everything the table needs, held-out values included (read through the recorded choice)."""
     sets = [
         _set_records(spec, study_set, recorded, [r for r in records if r.set == study_set.name])
+        if study_set.name in recorded.choice
+        else _pending_set(spec, study_set, [r for r in records if r.set == study_set.name])
         for study_set in spec.sets
     ]
     study = {k: info[k] for k in sorted(info) if k.startswith(("study.", "code.", "library."))}
@@ -81,6 +84,20 @@ def _set_records(spec: Any, study_set: Any, recorded: RecordedChoice, in_set: li
     }
 
 
+def _pending_set(spec: Any, study_set: Any, in_set: list[RunRecord]) -> dict:
+    """A set not chosen yet: how many of its runs have finished, and no value of any of them."""
+    declared = len(study_set.candidates) * len(spec.seeds)
+    return {
+        "name": study_set.name,
+        "metric": in_set[0].metric if in_set else "",
+        "candidates": [c.name for c in study_set.candidates],
+        "chosen": None,
+        "pending": f"not chosen yet: {len(in_set)} of its {declared} runs finished",
+        "published": study_set.published,
+        "runs": [],
+    }
+
+
 def write_records(records: dict, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(records, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -115,7 +132,7 @@ def _set_rows(entry: dict, ensembles: list[str], baselines: bool, notes: list[st
     beside = _ensemble_cells(entry, ensembles, notes) + (_baseline_cells(entry, notes) if baselines else [])
     together = "".join(f" {cell} |" for cell in beside)
     if not chosen:
-        return [f"| {entry['name']} | {metric} | none chosen | | |{together} | |"]
+        return [f"| {entry['name']} | {metric} | {entry.get('pending', 'none chosen')} | | |{together} | |"]
     values = list(_heldout_by_seed(entry, chosen).values())
     dev = entry["evidence"][chosen]["mean_dev"]
     first = f"| {entry['name']} | {metric} | {chosen} | {dev:.4f} | {_mean_sd(values)} |{together}"

@@ -1,5 +1,6 @@
 """The epoch bar on a terminal: the loss it shows is read at most twice a second, since on a GPU
-reading a number waits for every step queued before it."""
+reading a number waits for every step queued before it. Without a terminal: a plain line a minute
+through a long epoch, none through a short one."""
 
 import io
 
@@ -11,14 +12,17 @@ from ddpx.rank.diagnostics.progress import EpochBar, RankConsole
 class CountedLoss:
     """A loss that counts how often it is read as a number."""
 
-    def __init__(self, value: float):
-        self.value, self.reads = value, 0
+    def __init__(self, value: float, counter=None):
+        self.value, self.reads, self.counter = value, 0, counter or self
 
     def detach(self):
         return self
 
+    def __add__(self, other):
+        return CountedLoss(self.value + other.value, self.counter)
+
     def __float__(self):
-        self.reads += 1
+        self.counter.reads += 1
         return self.value
 
 
@@ -73,3 +77,30 @@ def test_without_a_terminal_nothing_is_read():
         for _ in range(10):
             bar.advance(loss)
     assert loss.reads == 0
+
+
+def test_without_a_terminal_a_long_epoch_says_how_far_it_has_come_once_a_minute():
+    clock, said = Clock(), []
+    rank = RankConsole(0)
+    rank.console = Console(file=io.StringIO(), force_terminal=False)
+    with rank.epoch_bar(1, 2, 1000) as bar:
+        bar = EpochBar(bar._progress, bar._task, False, clock=clock, lines=said.append, name="epoch 1/2", steps=1000)
+        counter = CountedLoss(0.0)
+        for step in range(300):  # 0.5 s a step: 150 s, two lines
+            clock.now += 0.5
+            bar.advance(CountedLoss(1.0 if step < 120 else 0.5, counter))
+    assert said == [
+        "epoch 1/2: step 120 of 1,000 (12 %), loss 1.0000 (mean of 120 steps), 1:00 so far, about 7:20 left",
+        "epoch 1/2: step 240 of 1,000 (24 %), loss 0.5000 (mean of 120 steps), 2:00 so far, about 6:20 left",
+    ]
+    assert counter.reads == 2  # read for the lines only
+
+
+def test_without_a_terminal_a_short_epoch_prints_no_line_of_its_own():
+    rank = RankConsole(0)
+    out = io.StringIO()
+    rank.console = Console(file=out, force_terminal=False)
+    with rank.epoch_bar(1, 1, 10) as bar:
+        for _ in range(10):
+            bar.advance(CountedLoss(0.1))
+    assert out.getvalue() == ""

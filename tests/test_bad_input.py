@@ -254,6 +254,10 @@ CASES = {
     "unknown rendezvous setting": Case(
         ["recipe", TINY, "--launcher", "torchrun", "--rdzv-conf", "timeout=5"], "--rdzv-conf takes KEY=SECONDS pairs"
     ),
+    "store host in other words": Case(
+        ["recipe", TINY, "--launcher", "torchrun", "--rdzv-conf", "last_call_timeout=5,is_host=yes"],
+        "and is_host=true or false",
+    ),
     "no trials at once": Case(["sweep", TINY, "train.lr=0.05,0.1", "--parallel", "0"], "--parallel must be at least 1"),
     "parallel trials on one port": Case(
         ["sweep", TINY, "train.lr=0.05,0.1", "--parallel", "2", "--master-port", "29533"],

@@ -2,34 +2,23 @@
 leaves mid-run, the other goes on alone from the last checkpoint and finishes the same run."""
 
 import os
+import queue
 import signal
-import socket
 import subprocess
 import sys
-import time
+import threading
 
 import pytest
 from conftest import TEST_PLUGINS, TEST_RECIPES
 from test_resume import one_run
 from test_signals_and_nodes import free_port
+from torch.distributed import TCPStore
 
 from ddpx.launch.signals import rank_processes
 
 pytestmark = pytest.mark.slow  # starts two torchrun agents and their ranks
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
-
-
-def wait_for_listener(port: int, seconds: float = 60) -> None:
-    """Wait until the first machine's torchrun agent holds the rendezvous store on ``port``, so
-    that it hosts the store and, started first, takes rank 0 (torchrun orders machines by pid)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    pytest.fail(f"no rendezvous store on port {port} after {seconds} s")
 
 
 def start_machine(workdir, port, env, tracking_uri, experiment):
@@ -52,7 +41,7 @@ def start_machine(workdir, port, env, tracking_uri, experiment):
             "--rdzv-endpoint",
             f"127.0.0.1:{port}",
             "--rdzv-conf",
-            "last_call_timeout=5",
+            "last_call_timeout=5,is_host=false",  # the test holds the rendezvous store, so either may leave
             "--tracking-uri",
             tracking_uri,
             "--experiment",
@@ -62,10 +51,24 @@ def start_machine(workdir, port, env, tracking_uri, experiment):
         cwd=workdir,
         env=env,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=(workdir / "stderr.txt").open("w"),
         text=True,
         start_new_session=True,
     )
+
+
+def read_lines(machines):
+    """Each machine's output lines as they come, as (name, line) on one queue; (name, None) at its end."""
+    lines = queue.Queue()
+
+    def read(name, process):
+        for line in process.stdout:
+            lines.put((name, line))
+        lines.put((name, None))
+
+    for name, process in machines.items():
+        threading.Thread(target=read, args=(name, process), daemon=True).start()
+    return lines
 
 
 def test_an_elastic_job_goes_on_alone_when_the_other_machine_leaves(tmp_path, tracking_uri, experiment):
@@ -79,20 +82,30 @@ def test_an_elastic_job_goes_on_alone_when_the_other_machine_leaves(tmp_path, tr
         "DDPX_LOG_MODEL": "false",
     }
     env.pop("MLFLOW_TRACKING_URI", None)
-    first = start_machine(tmp_path / "first", port, env, tracking_uri, experiment)
-    wait_for_listener(port)
-    second = start_machine(tmp_path / "second", port, env, tracking_uri, experiment)
-    for line in first.stdout:  # rank 0 (on the first machine) has checkpointed epoch 1 of 2 ranks
+    # The rendezvous store is the test's, as a cluster's can be (is_host=false on both), and both machines start at
+    # once, so both join the first rendezvous within its last call (one started later can miss it on a busy
+    # machine). torchrun orders machines by their agents' pids: whichever holds rank 0 stays, the other leaves.
+    store = TCPStore("127.0.0.1", port, is_master=True, multi_tenant=True, wait_for_workers=False)  # noqa: F841
+    machines = {name: start_machine(tmp_path / name, port, env, tracking_uri, experiment) for name in ("a", "b")}
+    lines, said = read_lines(machines), {"a": [], "b": []}
+    while True:  # rank 0 pauses after its checkpoint of epoch 1, on 2 ranks
+        name, line = lines.get(timeout=300)
+        assert line is not None, f"machine {name} ended before the pause: {said[name]}"
+        said[name].append(line)
         if "paused after epoch 1" in line:
+            assert "of 2 rank(s)" in line, f"the job began without one of the machines: {line}"
             break
-    leaving = rank_processes(second.pid)  # the second machine leaves: its rank (in a session torchrun made for
-    assert len(leaving) == 1  # it), its torchrun agent and its CLI, all at once
-    os.kill(leaving[0], signal.SIGKILL)
-    os.killpg(second.pid, signal.SIGKILL)
-    second.wait()
+    staying, leaving = machines.pop(name), machines.popitem()[1]
+    ranks = rank_processes(leaving.pid)  # the other machine leaves: its rank (in a session torchrun made for
+    assert len(ranks) == 1  # it), its torchrun agent and its CLI, all at once
+    os.kill(ranks[0], signal.SIGKILL)
+    os.killpg(leaving.pid, signal.SIGKILL)
+    leaving.wait()
     go_on.touch()
-    stdout, stderr = first.communicate(timeout=180)
-    assert first.returncode == 0, stderr
+    assert staying.wait(timeout=180) == 0, (tmp_path / name / "stderr.txt").read_text()
+    while (got := lines.get(timeout=10)) != (name, None):
+        said[got[0]].append(got[1] or "")
+    stdout = "".join(said[name])
     assert "continuing on 1 rank(s) a checkpoint of 2" in stdout, stdout
     assert "Traceback" not in stdout
     client, run = one_run(tracking_uri, experiment)

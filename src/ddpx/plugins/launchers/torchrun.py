@@ -6,7 +6,8 @@ One node: ``--standalone`` rendezvous on a free port. Several: ``--nnodes N`` wi
 machines take part; when one leaves (its ranks' peers fail, which uses a restart) or joins (no
 restart used), torchrun restarts every rank and they continue from the run folder's
 ``last.pt`` on the new world size. ``--rdzv-conf`` passes torchrun's rendezvous settings
-(``join_timeout``, ``last_call_timeout``, ``close_timeout``). The ranks run ``python -m WORKER_MODULE JOB_FILE``;
+(``join_timeout``, ``last_call_timeout``, ``close_timeout``, and ``is_host``: whether this machine holds
+the rendezvous store, when the address alone does not say). The ranks run ``python -m WORKER_MODULE JOB_FILE``;
 rank 0's output reaches the terminal, torchrun's own messages go to the run folder's
 ``launcher.log`` and its per-attempt folders to ``torchrun-logs/`` there (left to itself,
 torchrun makes a new ``torchelastic_*`` folder in the temporary directory on every run and
@@ -49,10 +50,8 @@ def command(job: Job) -> list[str]:
     return cmd + ["-m", WORKER_MODULE, str(job.run_dir.job_file)]
 
 
-RDZV_CONF = re.compile(
-    r"(join_timeout|last_call_timeout|close_timeout)=\d+(,(join_timeout|last_call_timeout|"
-    r"close_timeout)=\d+)*"
-)
+_RDZV_SETTING = r"((join_timeout|last_call_timeout|close_timeout)=\d+|is_host=(true|false))"
+RDZV_CONF = re.compile(rf"{_RDZV_SETTING}(,{_RDZV_SETTING})*")
 
 
 def check(job: Job) -> None:
@@ -72,7 +71,8 @@ def check(job: Job) -> None:
     if conf and not RDZV_CONF.fullmatch(conf):
         raise UserError(
             f"--rdzv-conf takes KEY=SECONDS pairs joined by commas, the keys join_timeout, "
-            f"last_call_timeout and close_timeout (last_call_timeout=5), not {conf!r}."
+            f"last_call_timeout and close_timeout (last_call_timeout=5), and is_host=true or false "
+            f"(whether this machine holds the rendezvous store), not {conf!r}."
         )
 
 
@@ -117,7 +117,8 @@ def register_launchers(register):
         "rdzv-conf",
         "torchrun's rendezvous settings for a multi-machine or elastic job, in "
         "seconds: join_timeout (wait for MIN machines), last_call_timeout (wait for more after "
-        "MIN joined), close_timeout.",
+        "MIN joined), close_timeout; is_host=true|false says whether this machine holds the "
+        "rendezvous store (by default the one whose address --rdzv-endpoint names).",
         metavar="KEY=S,...",
     )
     register(

@@ -216,6 +216,12 @@ def test_the_table_compares_the_chosen_candidate_with_the_baseline_seed_by_seed(
     )
     assert verdict(low, high, True) == "short"  # were higher better, the same difference would be short
     assert lines[6].startswith("| bbbp | roc_auc | a | 0.8000 | 0.7500 ± 0.0707 (2) |  |  |  |  | x 0.700: ")
+    assert lines[7:] == [  # the rows' words, counted: the study's goals read from the table
+        "",
+        "Where the chosen candidates stand (sets chosen: 3 of 3):",
+        "- against its baseline: past on 2 (bbbp, esol), level on none, short on none",
+        "- against x: past on none, level on 1 (bbbp), short on none",
+    ]
     nothing = {**auc, "runs": [r for r in auc["runs"] if r["candidate"] == "tuned"]}
     table = markdown({"format": 2, "study": {}, "sets": [nothing]})
     assert (
@@ -295,9 +301,9 @@ def test_a_set_not_chosen_yet_is_reported_by_its_finished_runs_and_none_of_its_v
         "runs": [],
     }
     assert [e.get("set") for e in folder.events() if e["event"] == "heldout read"] == ["a", "a"]  # b's stay unread
-    assert "| b | roc_auc | not chosen yet: 2 of its 4 runs finished | | | |" in markdown(
-        {"study": {}, "sets": [chosen, pending]}
-    )
+    table = markdown({"study": {}, "sets": [{**chosen, "published": {"p": 0.5}}, pending]})
+    assert "| b | roc_auc | not chosen yet: 2 of its 4 runs finished | | | |" in table
+    assert table.endswith("(sets chosen: 1 of 2):\n- against p: past on 1 (a), level on none, short on none\n")
 
 
 def test_a_bad_key_in_any_run_is_an_error_before_anything_starts(ddpx_here, tmp_path):

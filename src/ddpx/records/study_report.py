@@ -14,7 +14,8 @@ over the seeds); where one has no value, "—" and a numbered note under the tab
 A set with a baseline (a candidate never chosen) adds its held-out mean ± sd and the chosen
 candidate's paired difference against it (chosen − baseline, seed by seed, over the seeds both
 have) with the same interval and words; a study without a baseline has neither those columns
-nor a ``baseline`` key in its records.
+nor a ``baseline`` key in its records. Under the table, for the baseline and each published row,
+the sets where the chosen candidate is past, level and short (the rows' own words, counted).
 """
 
 from __future__ import annotations
@@ -127,9 +128,14 @@ def verdict(low: float, high: float, greater_is_better: bool) -> str:
     return "level"
 
 
-def _set_rows(entry: dict, ensembles: list[str], baselines: bool, notes: list[str]) -> list[str]:
+Standing = dict[str, dict[str, list[str]]]  # against what -> past / level / short -> the sets
+
+
+def _set_rows(entry: dict, ensembles: list[str], baselines: bool, notes: list[str], standing: Standing) -> list[str]:
     metric, chosen = entry["metric"], entry["chosen"]
     beside = _ensemble_cells(entry, ensembles, notes) + (_baseline_cells(entry, notes) if baselines else [])
+    if baselines and beside[-1]:
+        _stands(standing, "its baseline", entry["name"], beside[-1])
     together = "".join(f" {cell} |" for cell in beside)
     if not chosen:
         return [f"| {entry['name']} | {metric} | {entry.get('pending', 'none chosen')} | | |{together} | |"]
@@ -143,8 +149,28 @@ def _set_rows(entry: dict, ensembles: list[str], baselines: bool, notes: list[st
         mean, low, high = t_interval([v - published for v in values])
         compared = f"{label} {published:.3f}: {mean:+.4f} [{low:+.4f}, {high:+.4f}]"
         said = verdict(low, high, entry["greater_is_better"])
+        _stands(standing, label, entry["name"], said)
         rows.append(f"{first if number == 0 else '| |' + ' |' * (4 + len(beside))} {compared} | {said} |")
     return rows
+
+
+def _stands(standing: Standing, against: str, set_name: str, said: str) -> None:
+    standing.setdefault(against, {"past": [], "level": [], "short": []})[said].append(set_name)
+
+
+def standing_lines(standing: Standing, chosen: int, sets: int) -> list[str]:
+    """Where the chosen candidates stand, counted from the rows' words: a line for the baseline and
+    for each published row (``past on 2 (bbbp, bace), level on 1 (clintox), short on none``)."""
+    if not standing:
+        return []
+    lines = [f"Where the chosen candidates stand (sets chosen: {chosen} of {sets}):"]
+    for against, said in standing.items():
+        counted = [
+            f"{word} on {len(names)} ({', '.join(names)})" if names else f"{word} on none"
+            for word, names in said.items()
+        ]
+        lines.append(f"- against {against}: {', '.join(counted)}")
+    return ["", *lines]
 
 
 def _baseline_cells(entry: dict, notes: list[str]) -> list[str]:
@@ -210,9 +236,10 @@ def _ensembles_reported(records: dict) -> list[str]:
 
 def markdown(records: dict) -> str:
     """The study's table, from its exported records alone."""
-    study, ensembles, notes = records["study"], _ensembles_reported(records), []
+    study, ensembles, notes, standing = records["study"], _ensembles_reported(records), [], {}
     baselines = any(entry.get("baseline") for entry in records["sets"])
-    rows = [row for entry in records["sets"] for row in _set_rows(entry, ensembles, baselines, notes)]
+    rows = [row for entry in records["sets"] for row in _set_rows(entry, ensembles, baselines, notes, standing)]
+    chosen = sum(1 for entry in records["sets"] if entry["chosen"])
     lines = [
         f"Study `{study.get('study.name', '')}` (file sha256 {study.get('study.digest', '')[:12]}, "
         f"code {study.get('code.commit', study.get('code.code_digest', ''))[:12]}), "
@@ -227,6 +254,7 @@ def markdown(records: dict) -> str:
         + (" --- | ---: | --- | --- |" if baselines else "")
         + " --- | --- |",
         *rows,
+        *standing_lines(standing, chosen, len(records["sets"])),
     ]
     if notes:
         lines += ["", *(f"{number}. {note}" for number, note in enumerate(notes, 1))]

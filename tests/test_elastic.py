@@ -23,38 +23,39 @@ TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 
 def start_machine(workdir, port, env, tracking_uri, experiment):
     workdir.mkdir()
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ddpx",
-            "recipe",
-            TINY,
-            "--launcher",
-            "torchrun",
-            "--nnodes",
-            "1:2",
-            "--nproc",
-            "1",
-            "--max-restarts",
-            "1",
-            "--rdzv-endpoint",
-            f"127.0.0.1:{port}",
-            "--rdzv-conf",
-            "last_call_timeout=5,is_host=false",  # the test holds the rendezvous store, so either may leave
-            "--tracking-uri",
-            tracking_uri,
-            "--experiment",
-            experiment,
-            "train.max_epochs=3",
-        ],
-        cwd=workdir,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=(workdir / "stderr.txt").open("w"),
-        text=True,
-        start_new_session=True,
-    )
+    with (workdir / "stderr.txt").open("w") as stderr:  # the machine's own copy stays open
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ddpx",
+                "recipe",
+                TINY,
+                "--launcher",
+                "torchrun",
+                "--nnodes",
+                "1:2",
+                "--nproc",
+                "1",
+                "--max-restarts",
+                "1",
+                "--rdzv-endpoint",
+                f"127.0.0.1:{port}",
+                "--rdzv-conf",
+                "last_call_timeout=5,is_host=false",  # the test holds the rendezvous store, so either may leave
+                "--tracking-uri",
+                tracking_uri,
+                "--experiment",
+                experiment,
+                "train.max_epochs=3",
+            ],
+            cwd=workdir,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            start_new_session=True,
+        )
 
 
 def read_lines(machines):

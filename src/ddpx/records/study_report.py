@@ -133,9 +133,7 @@ Standing = dict[str, dict[str, list[str]]]  # against what -> past / level / sho
 
 def _set_rows(entry: dict, ensembles: list[str], baselines: bool, notes: list[str], standing: Standing) -> list[str]:
     metric, chosen = entry["metric"], entry["chosen"]
-    beside = _ensemble_cells(entry, ensembles, notes) + (_baseline_cells(entry, notes) if baselines else [])
-    if baselines and beside[-1]:
-        _stands(standing, "its baseline", entry["name"], beside[-1])
+    beside = _ensemble_cells(entry, ensembles, notes) + (_baseline_cells(entry, notes, standing) if baselines else [])
     together = "".join(f" {cell} |" for cell in beside)
     if not chosen:
         return [f"| {entry['name']} | {metric} | {entry.get('pending', 'none chosen')} | | |{together} | |"]
@@ -173,7 +171,7 @@ def standing_lines(standing: Standing, chosen: int, sets: int) -> list[str]:
     return ["", *lines]
 
 
-def _baseline_cells(entry: dict, notes: list[str]) -> list[str]:
+def _baseline_cells(entry: dict, notes: list[str], standing: Standing) -> list[str]:
     """The baseline's name and held-out mean ± sd, and the chosen candidate's difference against it
     seed by seed (chosen − baseline, over the seeds both have) with its 95 % interval and what it
     says; empty where the set has no baseline, "—" with a numbered note where it has no value."""
@@ -196,7 +194,9 @@ def _baseline_cells(entry: dict, notes: list[str]) -> list[str]:
         return [*cells, "", ""]
     mean, low, high = t_interval(differences)
     compared = f"{mean:+.4f} [{low:+.4f}, {high:+.4f}] ({len(differences)})"
-    return [*cells, compared, verdict(low, high, entry["greater_is_better"])]
+    said = verdict(low, high, entry["greater_is_better"])
+    _stands(standing, "its baseline", entry["name"], said)
+    return [*cells, compared, said]
 
 
 def _heldout_by_seed(entry: dict, candidate: str) -> dict[int, float]:

@@ -24,6 +24,10 @@ TEST_PLUGINS = TESTS / "plugins"
 TEST_RECIPES = TESTS / "recipes"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 sys.path.insert(0, str(TEST_PLUGINS))  # the test plugins, importable here as in every rank
+# A job logs its best model as an MLflow model only in the tests that look at it (about 2 s of rank
+# 0's CPU a job, measured: MLflow checks the model's pip requirements against every installed
+# distribution and loads the model back to validate its input example); they set it to true.
+os.environ.setdefault("DDPX_LOG_MODEL", "false")
 
 # The files that take longest (measured with --durations=0, longest total first, setup included;
 # 2026-11-27 at 69c3731). pytest-xdist hands whole files to its workers in collection order

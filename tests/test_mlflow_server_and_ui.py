@@ -39,6 +39,7 @@ def tracked(server, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("work")
     path = os.pathsep.join(filter(None, [str(TEST_PLUGINS), os.environ.get("PYTHONPATH")]))  # as run_ddpx
     env = dict(os.environ, MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL="1", COLUMNS="200", PYTHONPATH=path)
+    env["DDPX_LOG_MODEL"] = "true"  # the run's page links its logged model
     env.pop("MLFLOW_TRACKING_URI", None)
 
     def ddpx(*args):

@@ -103,20 +103,27 @@ def test_a_class_a_split_lacks_is_named(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_word_labelled_semicolon_file_trains_like_the_comma_file_and_predicts_in_its_words(
+def test_a_word_labelled_semicolon_file_trains_on_the_comma_files_splits_and_predicts_in_its_words(
     job_here, ddpx_here, tmp_path
 ):
     comma = write_smiles_csv(tmp_path / "comma.csv", n=150, bom=False)
     words = rewritten(comma, tmp_path / "words.csv", ";", bom=True, words=("no", "yes"))
     tab = rewritten(comma, tmp_path / "tab.tsv", "\t", bom=True)
-    heldout = []
-    for path in (comma, words, tab):
-        folder = tmp_path / path.stem
-        folder.mkdir()
-        keys = [f"dataset.path={path}", "dataset.label_column=p_np", "train.max_epochs=1", "model.embedding_dim=16"]
-        result = job_here("smiles_csv_rnn", *keys, cwd=folder)
-        heldout.append(json.loads((result.run_dirs()[0] / "summary.json").read_text())["heldout"])
-    assert heldout[0] == heldout[1] == heldout[2]  # the same molecules, the same labels, the same run
+    # the three files give a run the same splits, molecule for molecule and label for label (built here as
+    # rank 0 builds them): with one seed, the same run; so one job, on the word-labelled file, stands for them
+    data = [built(path, "rnn", []) for path in (comma, words, tab)]
+    for split in ("train", "dev", "heldout"):
+        first = getattr(data[0], split)
+        assert len(first.labels) > 0
+        for other in (getattr(d, split) for d in data[1:]):
+            assert [q.tolist() for q in other.sequences] == [q.tolist() for q in first.sequences]
+            assert torch_equal(other.labels, first.labels)
+    folder = tmp_path / "words"
+    folder.mkdir()
+    keys = [f"dataset.path={words}", "dataset.label_column=p_np", "train.max_epochs=1", "model.embedding_dim=16"]
+    result = job_here("smiles_csv_rnn", *keys, cwd=folder)
+    summary = json.loads((result.run_dirs()[0] / "summary.json").read_text())
+    assert summary["heldout_samples"] == len(data[1].heldout.labels), summary
     new = tmp_path / "new.csv"
     # an empty cell, a euro sign, a ring never closed (it tokenizes; RDKit cannot parse it)
     new.write_text('smiles\nCCOCl\n""\nC\u20acC\nc1ccccc1O\nC1CC\n', encoding="utf-8")

@@ -45,6 +45,8 @@ SOCKET_SUFFIX = len("/pymp-xxxxxxxx/listener-xxxxxxxx")
 # imported once, in the fork server; torch._dynamo too: DistributedDataParallel's constructor imports
 # it (2 CPU-seconds), which every rank paid again (a 3-rank job: 14-16 CPU-s against 9-10 with it here)
 PRELOAD = ["torch.distributed", "torch._dynamo", "ddpx.rank.worker", "ddpx.rank.loop.fit", "ddpx.plugin_host.registry"]
+# and, first, the module that holds Ctrl-C in the fork server: a rank starts with it held (see _rank_entry)
+HOLD_CTRL_C = "ddpx.plugins.launchers.rank_start"
 
 
 def _host_store(master_addr: str, port: int, one_node: bool):
@@ -83,6 +85,9 @@ def _stop_with_parent() -> None:
 def _rank_entry(local_rank: int, job_file: str, env: dict[str, str], node_rank: int, nproc: int, ports) -> None:
     _stop_with_parent()
     try:
+        # Ctrl-C was held while the process started (forked from the fork server, see rank_start.py): one that
+        # came meanwhile lands here, a clean stop, not a traceback from inside multiprocessing's start-up
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         store = _rank_setup(local_rank, env, node_rank, nproc, ports)
     except KeyboardInterrupt:  # stopped before the rank began (its job records nothing yet): the launcher says so
         raise SystemExit(130) from None
@@ -139,7 +144,7 @@ def start_and_join(job: Job) -> LaunchOutcome:
     settings = job.launch
     context = multiprocessing.get_context(start_method())
     if context.get_start_method() == "forkserver":  # the tracker, metric and model modules too: imported once
-        context.set_forkserver_preload([*PRELOAD, *job.imports])
+        context.set_forkserver_preload([HOLD_CTRL_C, *PRELOAD, *job.imports])
     ports = context.SimpleQueue() if settings.master_port is None else None
     env = {
         "MASTER_ADDR": settings.master_addr,

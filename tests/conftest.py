@@ -192,8 +192,8 @@ def run_ddpx(tmp_path, tmp_path_factory):
         full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TEST_PLUGINS), full_env.get("PYTHONPATH")]))
         full_env["DDPX_TEST_MARKER"] = marker
         full_env["COLUMNS"] = "200"
-        # each costs a run a second or two; the tests of the logged model and of MLflow's records turn them on
-        full_env["DDPX_LOG_MODEL"] = "false"
+        # system metrics cost a run a second or two (the logged model too: off for every test, above); the tests
+        # of MLflow's records turn them on
         full_env["DDPX_SYSTEM_METRICS"] = "false"
         if plugins:
             full_env["DDPX_PLUGINS"] = ",".join(plugins)
@@ -237,7 +237,6 @@ def ddpx_here(tmp_path, monkeypatch):
         full_env = {
             "MLFLOW_TRACKING_URI": None,
             "COLUMNS": "200",
-            "DDPX_LOG_MODEL": "false",
             "DDPX_SYSTEM_METRICS": "false",
             **(env or {}),
         }
@@ -268,7 +267,7 @@ def job_here(tmp_path, monkeypatch):
         cwd: Path | None = None,
     ) -> CliResult:
         workdir = cwd or tmp_path
-        for key, value in {"DDPX_LOG_MODEL": "false", "DDPX_SYSTEM_METRICS": "false", **(env or {})}.items():
+        for key, value in {"DDPX_SYSTEM_METRICS": "false", **(env or {})}.items():
             monkeypatch.setenv(key, value)
         run_recipe(
             recipe,

@@ -80,7 +80,6 @@ def test_an_elastic_job_goes_on_alone_when_the_other_machine_leaves(tmp_path, tr
         "DDPX_PLUGINS": "ddpx_testplug_pause",
         "DDPX_TEST_PAUSE_AFTER": "1",
         "DDPX_TEST_GO_ON": str(go_on),
-        "DDPX_LOG_MODEL": "false",
     }
     env.pop("MLFLOW_TRACKING_URI", None)
     # The rendezvous store is the test's, as a cluster's can be (is_host=false on both), and both machines start at

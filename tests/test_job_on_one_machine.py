@@ -26,7 +26,7 @@ def test_two_jobs_started_at_once_on_a_new_sqlite_store_are_both_recorded(tmp_pa
     import sys
 
     uri = f"sqlite:///{tmp_path / 'new.db'}"
-    env = dict(os.environ, DDPX_LOG_MODEL="false", DDPX_SYSTEM_METRICS="false")
+    env = dict(os.environ, DDPX_SYSTEM_METRICS="false")
     env.pop("MLFLOW_TRACKING_URI", None)
     jobs = [
         subprocess.Popen(

@@ -83,7 +83,7 @@ def test_a_search_runs_two_trials_at_once_each_on_its_own_cores(run_ddpx, tmp_pa
 
 def test_sigterm_to_a_parallel_sweep_stops_every_trial(tmp_path, tracking_uri, experiment):
     marker = uuid.uuid4().hex
-    env = {**os.environ, "DDPX_TEST_MARKER": marker, "DDPX_LOG_MODEL": "false", "DDPX_SYSTEM_METRICS": "false"}
+    env = {**os.environ, "DDPX_TEST_MARKER": marker, "DDPX_SYSTEM_METRICS": "false"}
     env.pop("MLFLOW_TRACKING_URI", None)
     sweep = subprocess.Popen(
         [

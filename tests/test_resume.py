@@ -38,7 +38,7 @@ def uninterrupted_job(tmp_path_factory):
 
     workdir = tmp_path_factory.mktemp("uninterrupted")
     marker = uuid.uuid4().hex
-    env = dict(os.environ, DDPX_TEST_MARKER=marker, DDPX_LOG_MODEL="false")
+    env = dict(os.environ, DDPX_TEST_MARKER=marker)
     job = subprocess.Popen(
         [sys.executable, "-m", "ddpx", "recipe", TINY, "--tracking", "none", EPOCHS],
         cwd=workdir,

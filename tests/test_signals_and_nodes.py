@@ -136,7 +136,7 @@ def ranks_in_order(ddpx_pid: int) -> list[int]:
 def test_a_rank_killed_by_sigkill_is_named_as_the_jobs_error(tmp_path, tracking_uri, experiment, launcher):
     """(A resumed run sheds that error: tests/test_mlflow_tracker.py.)"""
     marker = uuid.uuid4().hex
-    env = {**os.environ, "DDPX_TEST_MARKER": marker, "DDPX_LOG_MODEL": "false", "DDPX_SYSTEM_METRICS": "false"}
+    env = {**os.environ, "DDPX_TEST_MARKER": marker, "DDPX_SYSTEM_METRICS": "false"}
     env.pop("MLFLOW_TRACKING_URI", None)
     args = [
         sys.executable,

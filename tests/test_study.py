@@ -314,7 +314,7 @@ def test_a_bad_key_in_any_run_is_an_error_before_anything_starts(ddpx_here, tmp_
 
 
 def environment(**extra: str) -> dict[str, str]:
-    env = {**os.environ, "DDPX_LOG_MODEL": "false", "DDPX_SYSTEM_METRICS": "false", "COLUMNS": "200", **extra}
+    env = {**os.environ, "DDPX_SYSTEM_METRICS": "false", "COLUMNS": "200", **extra}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TEST_PLUGINS), env.get("PYTHONPATH")]))
     return env
 

@@ -222,7 +222,7 @@ def test_a_search_stopped_mid_trial_resumes_and_ends_with_its_trials(tmp_path, t
         "--experiment",
         experiment,
     ]
-    env = {**os.environ, "DDPX_LOG_MODEL": "false", "DDPX_SYSTEM_METRICS": "false"}
+    env = {**os.environ, "DDPX_SYSTEM_METRICS": "false"}
     first = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     trial_one_done = False
     for line in first.stdout:  # stopped while trial 2 trains

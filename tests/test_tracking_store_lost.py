@@ -29,7 +29,6 @@ def train_while_the_server_dies(uri, workdir):
         "DDPX_TEST_GO_ON": str(go_on),
         "DDPX_SYSTEM_METRICS": "false",
         "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "0",
-        "DDPX_LOG_MODEL": "false",
     }  # less waiting
     env.pop("MLFLOW_TRACKING_URI", None)
     job = subprocess.Popen(

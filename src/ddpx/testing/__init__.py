@@ -85,9 +85,24 @@ def run_recipe(
             tracking_uri=tracking_uri,
             runs_dir=str(base / "ddpx-runs"),
         )
-        summary = run_job(registry, resolved, plan_job(registry, resolved, settings))
-    assert summary is not None
+        job = plan_job(registry, resolved, settings)
+        refuse_detached_launcher(registry, job)
+        summary = run_job(registry, resolved, job)
     return RunResult(summary=summary, run_dir=Path(summary.run_dir))
+
+
+def refuse_detached_launcher(registry, job) -> None:
+    """``run_recipe`` waits for the job and returns what it left; a launcher that hands the job to a
+    batch system returns before any rank runs, so there would be nothing to return."""
+    from ddpx.contract.errors import UserError
+
+    launcher = registry.get("launchers", job.launch.launcher)
+    if launcher.detaches is not None and launcher.detaches(job):
+        raise UserError(
+            f"run_recipe runs the job here and returns its results, but launcher {job.launch.launcher!r} "
+            "hands it to a batch system and returns at once: test with launcher='spawn' or 'torchrun' "
+            "(the same ranks, started on this machine)."
+        )
 
 
 __all__ = ["RunResult", "plugins_enabled", "run_recipe"]

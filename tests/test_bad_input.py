@@ -6,7 +6,6 @@ ranks or fills a disk, run the ``ddpx`` command in a new one."""
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -61,16 +60,6 @@ def _mnist_cut(folder: Path) -> None:
 def _mnist_label_12(folder: Path) -> None:
     raw = write_mnist(folder / "images", n_train=60, n_test=20) / "MNIST" / "raw"
     write_idx(raw / "train-labels-idx1-ubyte", np.where(np.arange(60) % 10 == 9, 12, np.arange(60) % 10))
-
-
-def _refusing_sbatch(folder: Path) -> None:
-    """A real ``sbatch`` that refuses every job, as Slurm does one it cannot place."""
-    (folder / "bin").mkdir()
-    sbatch = folder / "bin" / "sbatch"
-    sbatch.write_text(
-        "#!/bin/sh\necho 'sbatch: error: Batch job submission failed: Invalid partition name specified' >&2\nexit 1\n"
-    )
-    sbatch.chmod(0o755)
 
 
 @contextmanager
@@ -390,13 +379,6 @@ CASES = {
         "Add model.uncertainty=mve (a variance head) for a regression task, or train an ensemble of it",
         files=_write("logs.csv", MEASURED),
     ),
-    # a batch system that refuses the job: nothing submitted, nothing recorded
-    "sbatch refusing the job": Case(
-        ["recipe", TINY, "--launcher", "slurm"],
-        "Slurm refused the job, so nothing was submitted",
-        files=_refusing_sbatch,
-        env={"PATH": "{folder}/bin" + os.pathsep + os.environ["PATH"]},
-    ),
     # a full disk: named with its folder, before launch
     "run folder on a full disk": Case(
         ["recipe", TINY, "--run-dir", "disk/runs"], "no space left on the device holding", full_disk=True
@@ -443,7 +425,6 @@ IN_A_NEW_PROCESS = {
     "corrupt checkpoint",
     "csv too small for its split",
     "image label out of range",
-    "sbatch refusing the job",
     "tracking server that does not answer",
     *(name for name, case in CASES.items() if case.full_disk or case.failed_run),
 }

@@ -45,6 +45,23 @@ def wait_for_job(job_id: str, timeout: float = 240) -> str:
     raise AssertionError(f"Slurm job {job_id} did not end in {timeout} s")
 
 
+@needs_cluster
+def test_a_job_slurm_refuses_is_one_clear_error_with_nothing_submitted_or_recorded(run_ddpx, tracking_uri, experiment):
+    """The cluster's own sbatch refuses a partition it does not have: its words, quoted, name the fix."""
+    queued = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True, check=True).stdout
+    result = run_ddpx(
+        "recipe", TINY, "--launcher", "slurm", "--partition", "nosuch", "--tracking-uri", tracking_uri,
+        "--experiment", experiment,
+    )  # fmt: skip
+    assert result.returncode == 2, result.output
+    assert "Slurm refused the job, so nothing was submitted or recorded" in result.stderr, result.stderr
+    assert "Invalid partition name specified" in result.stderr and "Fix what sbatch names (--partition" in result.stderr
+    assert [line.startswith("Error:") for line in result.stderr.splitlines()].count(True) == 1, result.stderr
+    assert "Traceback" not in result.output and result.run_dirs() == []
+    assert MlflowClient(tracking_uri).get_experiment_by_name(experiment) is None  # no run, not even its experiment
+    assert subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True).stdout == queued
+
+
 def test_dry_run_prints_the_sbatch_script_and_submits_nothing(run_ddpx):
     result = run_ddpx(
         "recipe",

@@ -55,7 +55,11 @@ def test_the_dry_run_runs_every_check_on_the_cpu_and_fails_none(tmp_path):
             "channels-last on, torch.compile on",
         )
     )
-    assert rows["bbbp_rnn: molecules/s"][2] == "PASS"
+    compared = rows["synthetic MLP, 1 rank: GPU against CPU"]  # no GPU: one run, nothing judged
+    assert re.fullmatch(r"0\.\d{4}", compared[1]) and compared[2:4] == ["INFO", "dry: one CPU run"], compared
+    for recipe in ("bbbp_rnn", "bbbp_dmpnn"):  # both trained (a failed run is a FAIL row); not timed dry
+        assert re.fullmatch(r"[\d,]+ on 1 CPU rank", rows[f"{recipe}: molecules/s"][1]), rows[f"{recipe}: molecules/s"]
+        assert rows[f"{recipe}: molecules/s"][2] == "INFO"
     pretrained = rows["moses_pretrain_dmpnn: one epoch"]  # prepared on CPU ranks, then one epoch from the caches
     assert re.match(r"[\d.]+ s for 160 molecules \([\d,]+ molecules/s in training\); all 1,584,663", pretrained[1])
     assert pretrained[2] == "INFO" and "prepared in" in pretrained[3] and "projected" in pretrained[3], pretrained
@@ -79,3 +83,10 @@ def test_only_runs_the_checks_it_names():
         "MNIST: launch to 99.0 % held-out",
         "fast image path: a batch without waiting for the GPU",
     ], done.stdout
+    misspelled = subprocess.run(
+        [sys.executable, str(SCRIPT), "--dry", "--only", "mnsit"], capture_output=True, text=True
+    )
+    assert (
+        misspelled.returncode == 2
+        and "--only: no check named mnsit; the checks: backend_and_devices" in misspelled.stderr
+    )

@@ -90,6 +90,11 @@ def main() -> int:
     )
     parser.add_argument("--out", type=Path, help="a folder for the files a check leaves (the step profiles' tables)")
     args = parser.parse_args()
+    unknown = [name for name in args.only or () if name not in {step.__name__ for step in CHECKS}]
+    if unknown:
+        parser.error(
+            f"--only: no check named {', '.join(unknown)}; the checks: {', '.join(s.__name__ for s in CHECKS)}"
+        )
     args.data = args.data.resolve() if args.data else None  # the runs start in a folder of their own
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -82,16 +82,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @dataclass
-class CliResult:
-    returncode: int
-    stdout: str
-    stderr: str
-    marker: str
-    cwd: Path
+class JobFolder:
+    """The folder a job ran in: its run folders, the one run's summary."""
 
-    @property
-    def output(self) -> str:
-        return self.stdout + self.stderr
+    cwd: Path
 
     def run_dirs(self) -> list[Path]:
         root = self.cwd / "ddpx-runs"
@@ -100,6 +94,20 @@ class CliResult:
     def summary(self) -> dict:
         (run_dir,) = self.run_dirs()
         return json.loads((run_dir / "summary.json").read_text())
+
+
+@dataclass
+class CliResult(JobFolder):
+    """A ``ddpx`` command's status and output, and the folder it ran in."""
+
+    returncode: int = 0
+    stdout: str = ""
+    stderr: str = ""
+    marker: str = ""
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
 
 
 def processes_with_marker(marker: str) -> list[int]:
@@ -209,7 +217,7 @@ def run_ddpx(tmp_path, tmp_path_factory):
             text=True,
             timeout=timeout,
         )
-        return CliResult(proc.returncode, proc.stdout, proc.stderr, marker, workdir)
+        return CliResult(workdir, proc.returncode, proc.stdout, proc.stderr, marker)
 
     return run
 
@@ -243,7 +251,7 @@ def ddpx_here(tmp_path, monkeypatch):
         result = CliRunner().invoke(cli, list(args), env=full_env, prog_name="ddpx")
         if result.exception is not None and not isinstance(result.exception, SystemExit):
             raise result.exception
-        return CliResult(result.exit_code, result.stdout, result.stderr, uuid.uuid4().hex, workdir)
+        return CliResult(workdir, result.exit_code, result.stdout, result.stderr, uuid.uuid4().hex)
 
     return run
 
@@ -265,7 +273,7 @@ def job_here(tmp_path, monkeypatch):
         tracking_uri: str | None = None,
         env: dict | None = None,
         cwd: Path | None = None,
-    ) -> CliResult:
+    ) -> JobFolder:
         workdir = cwd or tmp_path
         for key, value in {"DDPX_SYSTEM_METRICS": "false", **(env or {})}.items():
             monkeypatch.setenv(key, value)
@@ -278,7 +286,7 @@ def job_here(tmp_path, monkeypatch):
             tracking_uri=tracking_uri,
             workdir=workdir,
         )
-        return CliResult(0, "", "", uuid.uuid4().hex, workdir)
+        return JobFolder(workdir)  # a job that failed raised above
 
     return run
 

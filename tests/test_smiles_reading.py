@@ -162,10 +162,15 @@ def test_a_file_too_small_or_too_one_sided_for_its_split_is_refused_with_its_cou
         random_split([0] + [1] * 59, 0, 0.1, 0.2)
     with pytest.raises(UserError, match="all with label 1"):
         random_split([1] * 40, 0, 0.1, 0.2)
+    accepted, refused = [], []
     for n, rare, heldout, dev in itertools.product((12, 30, 61), (1, 2, 4, 7, 10), (0.1, 0.25), (0.2, 1 / 9)):
         labels = [0] * rare + [1] * (n - rare)
         try:
             parts = random_split(labels, 0, heldout, dev)
-        except UserError:
+        except UserError:  # too few of the rare label for this split: refused, as above
+            refused.append((n, rare, heldout, dev))
             continue
         assert all({labels[i] for i in part} == {0, 1} for part in parts), (n, rare, heldout, dev)
+        accepted.append((n, rare, heldout, dev))
+    assert len(accepted) >= 5 and (61, 10, 0.1, 0.2) in accepted, accepted  # the property was tested, not skipped
+    assert (61, 7, 0.1, 0.2) in refused and (12, 10, 0.1, 0.2) in refused, refused

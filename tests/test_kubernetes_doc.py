@@ -11,14 +11,13 @@ The cluster's MLflow Service is the one thing outside: a stand-in on loopback an
 from __future__ import annotations
 
 import functools
-import http.server
 import re
-import threading
 from pathlib import Path
 
 import click
 import pytest
 import yaml
+from mlflow_server import mlflow_server
 
 from ddpx.cli.launch_options import settings_from
 from ddpx.cli.run_commands import recipe_command
@@ -238,24 +237,11 @@ def planned(argv: list[str]):
     return plan_job(registry(), recipe, settings_from(registry(), values))
 
 
-class Health(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200 if self.path == "/health" else 404)
-        self.end_headers()
-        self.wfile.write(b"OK")
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
-def mlflow_uri():
-    """The cluster's MLflow Service as ddpx sees it before a launch: ``/health`` answers."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
+def mlflow_uri(tmp_path_factory):
+    """The cluster's MLflow Service as ddpx sees it before a launch: a real ``mlflow server`` on loopback."""
+    with mlflow_server(tmp_path_factory.mktemp("mlflow-service")) as uri:
+        yield str(uri)
 
 
 # --- the tests --------------------------------------------------------------------------------

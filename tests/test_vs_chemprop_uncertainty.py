@@ -116,6 +116,25 @@ def test_both_programs_are_scored_alike_from_their_own_answers(tmp_path):
 
     assert run_script("--report", str(record_file), timeout=60) == out
 
+    # --keep again, the work folder as a stop leaves it: ddpx's run cut off before its summary, Chemprop's
+    # model trained but not yet asked; the run goes on from its checkpoint, the model is not trained again
+    model_file = next((keep / "chemprop-mve-seed0").rglob("best.pt"))
+    trained_at = model_file.stat().st_mtime_ns
+    (run_dir / "summary.json").unlink()
+    (keep / "chemprop-mve-seed0" / "predicted.done").unlink()
+    again = tmp_path / "again.json"
+    run_script(
+        *("--set", "esol", "--data", str(data), "--epochs", "3", "--ensemble-size", "2", "--seeds", "0"),
+        *("--methods", "mve", "conformal", "--keep", str(keep), "--record", str(again)),
+        timeout=600,
+    )
+    assert model_file.stat().st_mtime_ns == trained_at and (keep / "chemprop-mve-seed0" / "predicted.done").is_file()
+    assert [p for p in (keep / "ddpx-mve-seed0").iterdir() if (p / "summary.json").is_file()] == [run_dir]
+    again_scores = json.loads(again.read_text())["scores"]
+    for method, programs in record["scores"].items():  # the same answers, so the same scores
+        for program, (first,) in programs.items():
+            assert again_scores[method][program] == [pytest.approx(first, rel=1e-9)], (method, program)
+
 
 def ensemble_answers(rng: np.random.Generator, targets: np.ndarray) -> np.ndarray:
     """Two members' answers ``(2, N, 1)``: a shared error far wider than their spread, so that
@@ -487,53 +506,6 @@ def test_a_stopped_seed_goes_on_at_the_row_it_lacks_and_each_row_is_written_as_i
     assert filled["scores"] == whole["scores"] and json.loads(path.read_text())["scores"] == whole["scores"]
     assert finished_seeds(filled) == [0, 1]
     assert "seed 1 mve ddpx: kept from" in capsys.readouterr().err
-
-
-def test_a_kept_work_folder_gives_back_finished_models_and_continues_a_ddpx_run_cut_off(tmp_path, monkeypatch):
-    """``--keep``: a Chemprop model whose training ended and a finished ddpx run are used again, with no
-    program started; a ddpx run that was cut off goes on with ``--resume auto``; a Chemprop training cut
-    off starts over in an empty folder."""
-    import benchmarks.vs_chemprop.uncertainty_chemprop as chemprop_side
-    import benchmarks.vs_chemprop.uncertainty_ddpx as ddpx_side
-
-    started = []
-
-    def run_alone(name, launch):
-        started.append(launch.cmd)
-        if "recipe" in launch.cmd:  # ddpx: the run folder it goes on in now has its summary
-            run = sorted(p for p in Path(launch.cmd[launch.cmd.index("--run-dir") + 1]).iterdir())[-1]
-            (run / "summary.json").write_text("{}")
-        elif launch.cmd[1] == "train":
-            out = Path(launch.cmd[launch.cmd.index("--output-dir") + 1])
-            assert not out.exists() or not any(out.iterdir()), "a cut-off training starts in an empty folder"
-            (out / "model_0").mkdir(parents=True)
-            (out / "model_0" / "best.pt").write_bytes(b"")
-        else:
-            smiles = rows.dev_smiles + rows.heldout_smiles
-            pd.DataFrame({"smiles": smiles, "y": range(len(smiles))}).to_csv(
-                launch.cmd[launch.cmd.index("-o") + 1], index=False
-            )
-        return {}
-
-    monkeypatch.setattr(chemprop_side, "run_alone", run_alone)
-    monkeypatch.setattr(ddpx_side, "run_alone", run_alone)
-    rows = chemprop_side.PredictionRows(tmp_path / "predict.csv", ["C", "CC"], ["CCC"], np.zeros((2, 1)))
-
-    finished = tmp_path / "ddpx-platt-seed0" / "bbbp_dmpnn-1"
-    finished.mkdir(parents=True)
-    (finished / "summary.json").write_text("{}")
-    assert ddpx_side.ddpx_run("bbbp_dmpnn", tmp_path / "b.csv", (), "platt", 0, 3, 2, tmp_path) == finished
-    cut_off = tmp_path / "ddpx-ensemble_platt-seed0" / "bbbp_dmpnn-1"
-    (cut_off / "checkpoints").mkdir(parents=True)
-    assert ddpx_side.ddpx_run("bbbp_dmpnn", tmp_path / "b.csv", (), "ensemble_platt", 0, 3, 2, tmp_path) == cut_off
-    assert started[-1][-2:] == ["--resume", "auto"] and len(started) == 1
-
-    out = tmp_path / "chemprop-plain-seed0"
-    (out / "model_0" / "checkpoints").mkdir(parents=True)  # a training cut off: no trained.done
-    first = chemprop_side.chemprop_model("plain", False, 0, 3, 2, ["y"], rows)
-    assert [c[1] for c in started[1:]] == ["train", "predict"] and (out / "trained.done").is_file()
-    again = chemprop_side.chemprop_model("plain", False, 0, 3, 2, ["y"], rows)
-    assert len(started) == 3 and np.array_equal(again.heldout["value"], first.heldout["value"])
 
 
 def test_a_chemprop_row_its_calibrator_cannot_make_on_these_dev_labels_trains_no_model(tmp_path, monkeypatch):

@@ -57,7 +57,7 @@ def test_a_job_slurm_refuses_is_one_clear_error_with_nothing_submitted_or_record
     assert "Slurm refused the job, so nothing was submitted or recorded" in result.stderr, result.stderr
     assert "Invalid partition name specified" in result.stderr and "Fix what sbatch names (--partition" in result.stderr
     assert [line.startswith("Error:") for line in result.stderr.splitlines()].count(True) == 1, result.stderr
-    assert "Traceback" not in result.output and result.run_dirs() == []
+    assert "Traceback" not in result.output and not (result.cwd / "ddpx-runs").exists()  # made, then removed
     assert MlflowClient(tracking_uri).get_experiment_by_name(experiment) is None  # no run, not even its experiment
     assert subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True).stdout == queued
 

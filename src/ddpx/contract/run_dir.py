@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddpx.contract.disk_full import disk_full_error
@@ -32,9 +33,11 @@ DEFAULT_ROOT = "ddpx-runs"
 
 @dataclass(frozen=True)
 class RunDir:
-    """One run's folder; ``path`` is where it is."""
+    """One run's folder; ``path`` is where it is; ``made``, the highest folder its creation made
+    (``./ddpx-runs`` on a first run), so that a run that never started leaves nothing behind."""
 
     path: Path
+    made: Path | None = field(default=None, compare=False)
 
     @classmethod
     def create(cls, recipe_name: str, base: str | os.PathLike | None = None) -> RunDir:
@@ -42,6 +45,7 @@ class RunDir:
         parent = Path(base) if base else Path(DEFAULT_ROOT)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         path = parent / f"{check_path_name(recipe_name, 'name')}-{stamp}-{secrets.token_hex(2)}"
+        made = next(p for p in [*reversed(path.parents), path] if not p.exists())
         try:
             path.mkdir(parents=True, exist_ok=False)
         except OSError as exc:
@@ -52,7 +56,18 @@ class RunDir:
                 f"cannot create the run folder {path}: {exc.strerror or exc}. Choose a folder you "
                 "can write to with --run-dir DIR (the default is ./ddpx-runs)."
             ) from None
-        return cls(path.resolve())
+        return cls(path.resolve(), made.resolve())
+
+    def discard(self) -> None:
+        """Remove this folder, and the folders above it that its creation made once they are empty."""
+        shutil.rmtree(self.path, ignore_errors=True)
+        for parent in self.path.parents if self.made is not None else ():
+            if not parent.is_relative_to(self.made):
+                break
+            try:
+                parent.rmdir()  # only if empty: another run may have its folder there by now
+            except OSError:
+                break
 
     @property
     def job_file(self) -> Path:

@@ -43,7 +43,7 @@ def new_run_dir(recipe: Recipe, runs_dir: str | None) -> RunDir:
     try:
         run_dir.recipe_file.write_text(recipe.to_toml(), encoding="utf-8")
     except OSError:
-        shutil.rmtree(run_dir.path, ignore_errors=True)
+        run_dir.discard()
         raise
     return run_dir
 
@@ -117,7 +117,7 @@ def prepare_job(registry: Registry, recipe: Recipe, job: Job) -> None:
 def discard_unstarted(run_dir: RunDir) -> None:
     """Remove a run folder no rank wrote into (a resumed one always holds a checkpoint: it stays)."""
     if not run_dir.holds_rank_records():
-        shutil.rmtree(run_dir.path, ignore_errors=True)
+        run_dir.discard()
 
 
 def launch_job(registry: Registry, job: Job) -> RunSummary | None:

@@ -5,6 +5,8 @@ error of the job's."""
 import signal
 from pathlib import Path
 
+import pytest
+
 from ddpx.plugins.launchers.spawn import stop_ranks
 
 
@@ -35,33 +37,40 @@ def test_a_rank_that_ended_before_its_signal_is_simply_joined():
 
 # A rank's start made slow where a stop used to print a traceback: its arguments are unpickled in the
 # new process before multiprocessing runs any rank code (a KeyboardInterrupt there ended the rank with
-# "Process ddpx-rank-0: Traceback ..." on the user's screen).
+# "Process ddpx-rank-0: Traceback ..." on the user's screen). Both start methods the launcher uses: the
+# fork server, and spawn (a new interpreter per rank, where TMPDIR is too long for the server's socket).
 STOPPED_WHILE_STARTING = """
 import multiprocessing, os, signal, sys, time
-from ddpx.plugins.launchers.spawn import HOLD_CTRL_C, _rank_entry
+from ddpx.plugins.launchers.spawn import HOLD_CTRL_C, _rank_entry, start_ranks
 
 class SlowToUnpickle:
-    def __reduce__(self):
-        return (time.sleep, (2.0,))  # in the new rank: two seconds, then None
+    def __reduce__(self):  # in the new rank: says it is starting, takes two seconds, then None
+        return (exec, ("import pathlib, time; pathlib.Path('starting').touch(); time.sleep(2.0)",))
 
 if __name__ == "__main__":
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([HOLD_CTRL_C, "ddpx.plugins.launchers.spawn"])
+    context = multiprocessing.get_context(sys.argv[1])
+    if sys.argv[1] == "forkserver":
+        context.set_forkserver_preload([HOLD_CTRL_C, "ddpx.plugins.launchers.spawn"])
     rank = context.Process(target=_rank_entry, name="ddpx-rank-0", args=(0, SlowToUnpickle(), {}, 0, 1, None))
-    rank.start()
-    time.sleep(1.0)  # the rank is unpickling its arguments
+    start_ranks([rank], sys.argv[1])
+    while not os.path.exists("starting"):
+        time.sleep(0.05)
+    time.sleep(0.5)  # the rank is unpickling its arguments
     os.kill(rank.pid, signal.SIGINT)  # as the launcher stops its ranks on Ctrl-C
     rank.join()
     print("exit", rank.exitcode)
 """
 
 
-def test_a_rank_stopped_while_it_starts_stops_cleanly(tmp_path):
+@pytest.mark.parametrize("method", ["forkserver", "spawn"])
+def test_a_rank_stopped_while_it_starts_stops_cleanly(tmp_path, method):
     import subprocess
     import sys
 
     script = tmp_path / "stop_while_starting.py"
     script.write_text(STOPPED_WHILE_STARTING)
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, str(script), method], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert done.stdout.strip() == "exit 130", done.stdout + done.stderr  # the stop's own status
     assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr, done.stderr

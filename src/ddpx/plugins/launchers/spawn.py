@@ -23,7 +23,10 @@ import os
 import signal
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
+from multiprocessing import resource_tracker
 
 from ddpx.api import (
     Job,
@@ -85,8 +88,8 @@ def _stop_with_parent() -> None:
 def _rank_entry(local_rank: int, job_file: str, env: dict[str, str], node_rank: int, nproc: int, ports) -> None:
     _stop_with_parent()
     try:
-        # Ctrl-C was held while the process started (forked from the fork server, see rank_start.py): one that
-        # came meanwhile lands here, a clean stop, not a traceback from inside multiprocessing's start-up
+        # Ctrl-C was held while the process started (see start_ranks): one that came meanwhile lands here,
+        # a clean stop, not a traceback from inside multiprocessing's start-up
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         store = _rank_setup(local_rank, env, node_rank, nproc, ports)
     except KeyboardInterrupt:  # stopped before the rank began (its job records nothing yet): the launcher says so
@@ -176,9 +179,7 @@ def start_and_join(job: Job) -> LaunchOutcome:
                 )
                 for local_rank in range(settings.nproc)
             ]
-            with signals_held():  # a Ctrl-C lands once every rank has a pid to stop
-                for process in processes:
-                    process.start()
+            start_ranks(processes, context.get_start_method())
         status = join_ranks(processes)
     except KeyboardInterrupt:  # while the ranks start, too: those started are stopped, none left behind
         started = [p for p in processes if p.pid is not None]  # a rank not started yet has nothing to stop
@@ -191,6 +192,29 @@ def start_and_join(job: Job) -> LaunchOutcome:
         if p.exitcode is not None and p.exitcode < 0 and -p.exitcode not in (signal.SIGTERM, signal.SIGINT)
     )  # not the ones stopped here
     return LaunchOutcome(status, killed=killed)
+
+
+def start_ranks(processes, method: str) -> None:
+    """Start every rank. A Ctrl-C that comes meanwhile lands once every rank has a pid to stop
+    (``signals_held``), and in each new rank only at its first line (``_rank_entry``): a rank forked
+    from the fork server starts with it held there (``rank_start``); a spawned one (a new
+    interpreter, the ``spawn`` method) inherits it held, blocked in this thread's signal mask."""
+    with signals_held():
+        if method == "spawn":  # its first start would unblock SIGINT here (the tracker starts with it blocked)
+            resource_tracker.ensure_running()
+        with ctrl_c_blocked():
+            for process in processes:
+                process.start()
+
+
+@contextmanager
+def ctrl_c_blocked() -> Iterator[None]:
+    """SIGINT blocked (pending, not lost) in this thread inside the block; the mask as it was after."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def join_ranks(processes) -> int:

@@ -101,19 +101,13 @@ def test_launchers_run_the_job_and_log_one_mlflow_run(run_ddpx, tracking_uri, ex
         assert sorted(p.name for p in attempt.iterdir()) == [str(rank) for rank in range(world)]
 
 
-def test_time_phases_says_where_each_training_epoch_goes(run_ddpx, tracking_uri, experiment):
+def test_time_phases_and_profile_steps_say_where_the_training_steps_go(run_ddpx, tracking_uri, experiment):
+    """Both diagnostics in one job (each reads its own records): the phases of every epoch, and a
+    trace of three of rank 0's steps into the run folder and MLflow."""
     result = run_ddpx(
-        "recipe",
-        TINY,
-        "--nproc",
-        "2",
-        "--tracking-uri",
-        tracking_uri,
-        "--experiment",
-        experiment,
-        "train.time_phases=true",
-        "train.accumulate=2",
-    )
+        "recipe", TINY, "--nproc", "2", "--tracking-uri", tracking_uri, "--experiment", experiment,
+        "train.time_phases=true", "train.accumulate=2", "train.profile_steps=3",
+    )  # fmt: skip
     assert result.returncode == 0, result.output
     client, run = only_run(tracking_uri, experiment)
     phases = ("batch_s", "forward_s", "backward_s", "optimizer_s")
@@ -128,20 +122,6 @@ def test_time_phases_says_where_each_training_epoch_goes(run_ddpx, tracking_uri,
         assert row["forward_s"] + row["backward_s"] > row["optimizer_s"], row  # a step per two micro-batches
     assert result.stdout.count(" forward ") == 3 and " backward " in result.stdout and " optimizer " in result.stdout
 
-
-def test_profile_steps_traces_rank_0s_steps_into_the_run_folder_and_mlflow(run_ddpx, tracking_uri, experiment):
-    result = run_ddpx(
-        "recipe",
-        TINY,
-        "--nproc",
-        "2",
-        "--tracking-uri",
-        tracking_uri,
-        "--experiment",
-        experiment,
-        "train.profile_steps=3",
-    )
-    assert result.returncode == 0, result.output
     folder = result.run_dirs()[0] / "profile"
     trace = json.loads((folder / "trace.json").read_text())
     steps = sorted({e["name"] for e in trace["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")})
@@ -152,7 +132,6 @@ def test_profile_steps_traces_rank_0s_steps_into_the_run_folder_and_mlflow(run_d
     assert ops.startswith("3 training steps traced on rank 0 after 7; per step: ") and "aten::addmm" in ops
     assert f"profile of 3 training steps: {folder / 'trace.json'}" in result.stdout
     assert result.stdout.count("profile of") == 1, "rank 0 alone profiles"
-    client, run = only_run(tracking_uri, experiment)
     assert sorted(a.path for a in client.list_artifacts(run.info.run_id, "profile")) == [
         "profile/ops.txt",
         "profile/trace.json",

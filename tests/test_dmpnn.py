@@ -363,19 +363,25 @@ def test_real_bbbp_dmpnn_on_2_ranks_reaches_a_roc_auc_a_broken_featurizer_cannot
 
 
 @pytest.mark.slow
-def test_the_heldout_value_is_the_same_on_1_2_and_3_ranks(job_here, tmp_path):
+def test_molecule_features_train_on_2_ranks_score_alike_on_1_2_and_3_and_predict_from_smiles(
+    job_here, ddpx_here, tmp_path
+):
+    """A graph model with Morgan counts beside the graph, trained on 2 ranks (the features computed over
+    them), scores the same held-out value evaluated on 1 and 3 ranks (uneven shards, filler calls);
+    ``ddpx predict`` computes the features itself from SMILES."""
     path = write_graph_csv(tmp_path / "mols.csv", n=150, unparsable=2)
     env = {"DDPX_DATA_DIR": str(tmp_path / "data")}
     common = [
         f"dataset.path={path}",
+        "dataset.molecule_features=morgan_count",
         "model.hidden_size=24",
         "model.ffn_hidden_size=16",
         "model.depth=2",
         "model.aggregation=mean",
         "train.eval_batch_size=4",
         "train.global_batch_size=0",  # 3 ranks: train.batch_size per rank
-    ]  # uneven shards, filler calls
-    (tmp_path / "w1").mkdir()
+    ]
+    (tmp_path / "w2").mkdir()
     trained = job_here(
         "bbbp_dmpnn",
         *common,
@@ -383,13 +389,13 @@ def test_the_heldout_value_is_the_same_on_1_2_and_3_ranks(job_here, tmp_path):
         "train.batch_size=16",
         "train.lr_schedule=constant",
         "train.lr=0.005",
-        nproc=1,
+        nproc=2,
         env=env,
-        cwd=tmp_path / "w1",
+        cwd=tmp_path / "w2",
     )
     best = trained.run_dirs()[0] / "checkpoints" / "best.pt"
-    heldouts = {1: trained.summary()}
-    for nproc in (2, 3):
+    heldouts = {2: trained.summary()}
+    for nproc in (1, 3):
         workdir = tmp_path / f"w{nproc}"
         workdir.mkdir()
         result = job_here(
@@ -397,10 +403,21 @@ def test_the_heldout_value_is_the_same_on_1_2_and_3_ranks(job_here, tmp_path):
         )
         heldouts[nproc] = result.summary()
     values = {n: s["heldout"]["heldout_roc_auc"] for n, s in heldouts.items()}
-    assert values[1] == values[2] == values[3] and values[1] > 0.6, values  # the same, and learned (0.84)
+    assert values[1] == values[2] == values[3] and values[2] > 0.6, values  # the same, and learned the chlorine
     losses = [s["heldout"]["heldout_loss"] for s in heldouts.values()]
     assert losses == pytest.approx([losses[0]] * 3, rel=1e-5)
     assert len({s["heldout_samples"] for s in heldouts.values()}) == 1
+
+    model = trained.run_dirs()[0] / "model"
+    info = json.loads((model / "model.json").read_text())["task_info"]
+    assert info["molecule_features"] == "morgan_count" and len(info["molecule_feature_scaler"]["mean"]) == 2048
+    table = tmp_path / "ask.csv"
+    table.write_text("smiles\nClCCO\nCCO\nc1ccccc1CCl\n")
+    answered = ddpx_here("predict", str(model), str(table), "--output", str(tmp_path / "answers.csv"))
+    assert answered.returncode == 0, answered.output
+    rows = (tmp_path / "answers.csv").read_text().splitlines()
+    assert rows[0] == "smiles,probability" and len(rows) == 4
+    assert all(0 < float(row.rsplit(",", 1)[1]) < 1 for row in rows[1:])
 
 
 @pytest.mark.slow
@@ -421,36 +438,3 @@ def test_a_third_party_model_asks_for_graphs_through_the_api(job_here, tmp_path)
     )
     info = json.loads((result.run_dirs()[0] / "model" / "model.json").read_text())["task_info"]
     assert info["inputs"] == "molecule_graph" and info["atom_features"] == 72
-
-
-@pytest.mark.slow
-def test_molecule_features_train_on_2_ranks_and_predict_computes_them_from_smiles(job_here, ddpx_here, tmp_path):
-    path = write_graph_csv(tmp_path / "mols.csv", n=120)
-    env = {"DDPX_DATA_DIR": str(tmp_path / "data")}
-    result = job_here(
-        "bbbp_dmpnn",
-        f"dataset.path={path}",
-        "dataset.molecule_features=morgan_count",
-        "model.hidden_size=24",
-        "model.ffn_hidden_size=16",
-        "model.depth=2",
-        "train.max_epochs=3",
-        "train.batch_size=16",
-        "train.global_batch_size=0",
-        "train.lr_schedule=constant",
-        "train.lr=0.005",
-        nproc=2,
-        env=env,
-    )
-    summary = result.summary()
-    assert summary["heldout"]["heldout_roc_auc"] > 0.6, summary  # learned the chlorine
-    model = result.run_dirs()[0] / "model"
-    info = json.loads((model / "model.json").read_text())["task_info"]
-    assert info["molecule_features"] == "morgan_count" and len(info["molecule_feature_scaler"]["mean"]) == 2048
-    table = tmp_path / "ask.csv"
-    table.write_text("smiles\nClCCO\nCCO\nc1ccccc1CCl\n")
-    answered = ddpx_here("predict", str(model), str(table), "--output", str(tmp_path / "answers.csv"))
-    assert answered.returncode == 0, answered.output
-    rows = (tmp_path / "answers.csv").read_text().splitlines()
-    assert rows[0] == "smiles,probability" and len(rows) == 4
-    assert all(0 < float(row.rsplit(",", 1)[1]) < 1 for row in rows[1:])

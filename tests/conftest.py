@@ -30,11 +30,12 @@ sys.path.insert(0, str(TEST_PLUGINS))  # the test plugins, importable here as in
 os.environ.setdefault("DDPX_LOG_MODEL", "false")
 
 # The files that take longest (measured with --durations=0, longest total first, setup included;
-# 2026-11-27 at 69c3731). pytest-xdist hands whole files to its workers in collection order
+# 2026-11-27 at 69c3731; the Chemprop side-by-side moved up at 3361d14, its one test 101 s). pytest-xdist hands whole files to its workers in collection order
 # (--dist loadfile --no-loadscope-reorder), so starting these first leaves short files for the
 # end and no worker waits long on the other.
 LONGEST_FIRST = [
     "test_training_e2e.py",
+    "test_vs_chemprop_uncertainty.py",
     "test_signals_and_nodes.py",
     "test_gpu_check.py",
     "test_resume.py",
@@ -50,7 +51,6 @@ LONGEST_FIRST = [
     "test_own_files.py",
     "test_dmpnn.py",
     "test_regression_e2e.py",
-    "test_vs_chemprop_uncertainty.py",
     "test_logged_model.py",
     "test_vision_real_mnist.py",
     "test_smiles_e2e.py",

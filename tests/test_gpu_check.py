@@ -58,7 +58,9 @@ def test_the_dry_run_runs_every_check_on_the_cpu_and_fails_none(tmp_path):
         )
     )
     compared = rows["synthetic MLP, 1 rank: GPU against CPU"]  # no GPU: one run, nothing judged
-    assert re.fullmatch(r"0\.\d{4}", compared[1]) and compared[2] == "INFO" and "dry: one CPU run" in compared[3], compared
+    assert re.fullmatch(r"0\.\d{4}", compared[1]) and compared[2] == "INFO" and "dry: one CPU run" in compared[3], (
+        compared
+    )
     for recipe in ("bbbp_rnn", "bbbp_dmpnn"):  # both trained (a failed run is a FAIL row); not timed dry
         assert re.fullmatch(r"[\d,]+ on 1 CPU rank", rows[f"{recipe}: molecules/s"][1]), rows[f"{recipe}: molecules/s"]
         assert rows[f"{recipe}: molecules/s"][2] == "INFO"

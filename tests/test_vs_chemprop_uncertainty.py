@@ -116,19 +116,18 @@ def test_both_programs_are_scored_alike_from_their_own_answers(tmp_path):
 
     assert run_script("--report", str(record_file), timeout=60) == out
 
-    # --keep again, the work folder as a stop leaves it: ddpx's run cut off before its summary, Chemprop's
-    # model trained but not yet asked; the run goes on from its checkpoint, the model is not trained again
-    model_file = next((keep / "chemprop-mve-seed0").rglob("best.pt"))
-    trained_at = model_file.stat().st_mtime_ns
+    # --keep again, the work folder as a stop leaves it: ddpx's run cut off before its summary, Chemprop's model
+    # and its answers finished; the run goes on from its checkpoint, and Chemprop is neither trained nor asked again
+    kept = [next((keep / "chemprop-mve-seed0").rglob("best.pt")), keep / "chemprop-mve-seed0" / "predictions.csv"]
+    written = [path.stat().st_mtime_ns for path in kept]
     (run_dir / "summary.json").unlink()
-    (keep / "chemprop-mve-seed0" / "predicted.done").unlink()
     again = tmp_path / "again.json"
     run_script(
         *("--set", "esol", "--data", str(data), "--epochs", "3", "--ensemble-size", "2", "--seeds", "0"),
         *("--methods", "mve", "conformal", "--keep", str(keep), "--record", str(again)),
         timeout=600,
     )
-    assert model_file.stat().st_mtime_ns == trained_at and (keep / "chemprop-mve-seed0" / "predicted.done").is_file()
+    assert [path.stat().st_mtime_ns for path in kept] == written
     assert [p for p in (keep / "ddpx-mve-seed0").iterdir() if (p / "summary.json").is_file()] == [run_dir]
     again_scores = json.loads(again.read_text())["scores"]
     for method, programs in record["scores"].items():  # the same answers, so the same scores

@@ -45,9 +45,8 @@ class RunDir:
         parent = Path(base) if base else Path(DEFAULT_ROOT)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         path = parent / f"{check_path_name(recipe_name, 'name')}-{stamp}-{secrets.token_hex(2)}"
-        made = next(p for p in [*reversed(path.parents), path] if not p.exists())
         try:
-            path.mkdir(parents=True, exist_ok=False)
+            made = make_folders(path)
         except OSError as exc:
             full = disk_full_error(
                 exc, path.parent, "the run folder", "Free space there, or give --run-dir a folder on a larger disk."
@@ -144,3 +143,24 @@ def latest_run_dir(recipe_name: str, base: str | None) -> RunDir | None:
     if not candidates:
         return None
     return RunDir(max(candidates, key=lambda p: (p / "checkpoints" / "last.pt").stat().st_mtime).resolve())
+
+
+def make_folders(path: Path) -> Path:
+    """Make the new folder ``path`` and each missing one above it, top down; the highest this call
+    made (a folder another process made meanwhile is not counted). When one cannot be made, those
+    this call made are removed again before the error is raised."""
+    made: list[Path] = []
+    try:
+        for folder in [*reversed(path.parents), path]:
+            try:
+                folder.mkdir()
+            except FileExistsError:
+                if folder == path:
+                    raise
+                continue
+            made.append(folder)
+    except OSError:
+        for folder in reversed(made):
+            folder.rmdir()
+        raise
+    return made[0]

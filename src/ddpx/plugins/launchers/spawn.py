@@ -24,7 +24,7 @@ import signal
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import timedelta
 from multiprocessing import resource_tracker
 
@@ -202,7 +202,8 @@ def start_ranks(processes, method: str) -> None:
     with signals_held():
         if method == "spawn":  # its first start would unblock SIGINT here (the tracker starts with it blocked)
             resource_tracker.ensure_running()
-        with ctrl_c_blocked():
+        # not around the fork server's first start: it imports torch meanwhile, and a second Ctrl-C must land at once
+        with ctrl_c_blocked() if method == "spawn" else nullcontext():
             for process in processes:
                 process.start()
 

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ddpx.contract.errors import UserError
 from ddpx.contract.records import RunSummary
 from ddpx.plugin_host.plugin_manager import EXTRA_ENV
 
@@ -88,14 +89,17 @@ def run_recipe(
         job = plan_job(registry, resolved, settings)
         refuse_detached_launcher(registry, job)
         summary = run_job(registry, resolved, job)
+    if summary is None:  # a launcher that returned before its ranks ran, without saying so beforehand
+        raise UserError(
+            f"launcher {launcher!r} returned before the job's ranks ran, so there are no results to "
+            "return: test with launcher='spawn' or 'torchrun'."
+        )
     return RunResult(summary=summary, run_dir=Path(summary.run_dir))
 
 
 def refuse_detached_launcher(registry, job) -> None:
     """``run_recipe`` waits for the job and returns what it left; a launcher that hands the job to a
     batch system returns before any rank runs, so there would be nothing to return."""
-    from ddpx.contract.errors import UserError
-
     launcher = registry.get("launchers", job.launch.launcher)
     if launcher.detaches is not None and launcher.detaches(job):
         raise UserError(

@@ -116,7 +116,7 @@ def molecules(runs: Runs) -> Iterator[Row]:
         ]
         try:
             here = runs.run(recipe, keys, nproc=1)  # one rank each: a dry run too
-            cpu = None if runs.dry else runs.on_cpu(recipe, keys, nproc=1)
+            cpu = runs.on_cpu(recipe, keys, nproc=1) if runs.gpus else None  # no GPU: nothing to time against
         except RuntimeError as exc:  # a run that failed: this row fails, the next still runs
             yield Row(f"{recipe}: molecules/s", "failed", "FAIL", str(exc)[:120])
             continue
@@ -124,8 +124,8 @@ def molecules(runs: Runs) -> Iterator[Row]:
 
 
 def molecules_row(recipe: str, here, cpu, where: str) -> Row:
-    """The GPU's molecules per second against one CPU rank's: it passes when the GPU is faster. A
-    dry run has no GPU: its one run walks the path, and nothing is judged."""
+    """The GPU's molecules per second against one CPU rank's: it passes when the GPU is faster.
+    Without a GPU (a dry run, or none found) the one run walks the path, and nothing is judged."""
     fast = here.epochs[-1]["samples_per_s"]
     if cpu is None:
         return Row(f"{recipe}: molecules/s", f"{fast:,.0f} on 1 CPU rank", "INFO", where)

@@ -36,7 +36,7 @@ def gpu_against_cpu(runs: Runs) -> list[Row]:
     here = runs.run("mlp_synthetic", runs.mlp)
     if runs.dry:  # no GPU to set against the CPU: the run walks the path, and nothing is judged
         return [
-            Row("synthetic MLP, 1 rank: GPU against CPU", f"{heldout(here):.4f}", "INFO", "dry: one CPU run"),
+            Row("synthetic MLP, 1 rank: GPU against CPU", f"{heldout(here):.4f}", "INFO", "dry: one CPU run (2 ranks)"),
             Row("synthetic MLP, 2 ranks on NCCL", "not run", "SKIP", "dry: CPU"),
         ]
     cpu = runs.on_cpu("mlp_synthetic", runs.mlp)

@@ -83,7 +83,7 @@ def main() -> int:
     parser.add_argument("--data", type=Path, help="a folder holding mnist/ and bbbp/BBBP.csv (../shared/data)")
     parser.add_argument(
         "--only",
-        type=lambda text: text.split(","),
+        type=lambda text: [name.strip() for name in text.split(",") if name.strip()],
         metavar="CHECKS",
         help="run these checks alone, comma-separated: backend_and_devices, gpu_against_cpu, precision, "
         "mnist, fast_path_sync, resnet_throughput, resnet_profile, molecules, pretraining",

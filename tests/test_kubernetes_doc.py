@@ -4,8 +4,8 @@ Every YAML block of the page is an object of its ``apiVersion`` and ``kind`` wit
 that resource requires, and every pod's ddpx command — ``$(NAME)`` expanded as Kubernetes does,
 from the variables the operator adds and those the container declares — is one ddpx accepts:
 parsed, resolved and planned exactly as ``ddpx recipe`` does before it launches, nothing started.
-The cluster's MLflow Service is the one thing outside: a stand-in on loopback answers its
-``/health``, which ddpx asks before a launch.
+The cluster's MLflow Service is the one thing outside: a real ``mlflow server`` on loopback stands
+for it, whose ``/health`` ddpx asks before a launch.
 """
 
 from __future__ import annotations

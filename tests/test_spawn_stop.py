@@ -44,8 +44,8 @@ import multiprocessing, os, signal, sys, time
 from ddpx.plugins.launchers.spawn import HOLD_CTRL_C, _rank_entry, start_ranks
 
 class SlowToUnpickle:
-    def __reduce__(self):  # in the new rank: says it is starting, takes two seconds, then None
-        return (exec, ("import pathlib, time; pathlib.Path('starting').touch(); time.sleep(2.0)",))
+    def __reduce__(self):  # in the new rank: says it is starting, takes five seconds, then None
+        return (exec, ("import pathlib, time; pathlib.Path('starting').touch(); time.sleep(5.0)",))
 
 if __name__ == "__main__":
     context = multiprocessing.get_context(sys.argv[1])
@@ -53,9 +53,12 @@ if __name__ == "__main__":
         context.set_forkserver_preload([HOLD_CTRL_C, "ddpx.plugins.launchers.spawn"])
     rank = context.Process(target=_rank_entry, name="ddpx-rank-0", args=(0, SlowToUnpickle(), {}, 0, 1, None))
     start_ranks([rank], sys.argv[1])
+    deadline = time.monotonic() + 60
     while not os.path.exists("starting"):
+        if time.monotonic() > deadline or not rank.is_alive():
+            sys.exit(f"the rank never began to unpickle its arguments (alive: {rank.is_alive()})")
         time.sleep(0.05)
-    time.sleep(0.5)  # the rank is unpickling its arguments
+    time.sleep(0.5)  # the rank is unpickling its arguments, for 4.5 s more
     os.kill(rank.pid, signal.SIGINT)  # as the launcher stops its ranks on Ctrl-C
     rank.join()
     print("exit", rank.exitcode)

@@ -121,6 +121,7 @@ def test_both_programs_are_scored_alike_from_their_own_answers(tmp_path):
     kept = [next((keep / "chemprop-mve-seed0").rglob("best.pt")), keep / "chemprop-mve-seed0" / "predictions.csv"]
     written = [path.stat().st_mtime_ns for path in kept]
     (run_dir / "summary.json").unlink()
+    epochs = (run_dir / "metrics.jsonl").read_text()
     again = tmp_path / "again.json"
     run_script(
         *("--set", "esol", "--data", str(data), "--epochs", "3", "--ensemble-size", "2", "--seeds", "0"),
@@ -128,6 +129,7 @@ def test_both_programs_are_scored_alike_from_their_own_answers(tmp_path):
         timeout=600,
     )
     assert [path.stat().st_mtime_ns for path in kept] == written
+    assert (run_dir / "metrics.jsonl").read_text() == epochs, "gone on from its last checkpoint, not trained again"
     assert [p for p in (keep / "ddpx-mve-seed0").iterdir() if (p / "summary.json").is_file()] == [run_dir]
     again_scores = json.loads(again.read_text())["scores"]
     for method, programs in record["scores"].items():  # the same answers, so the same scores

@@ -61,7 +61,7 @@ def recipe_command(name, overrides, **values) -> None:
             )
         return
     launcher = registry.get("launchers", launch.launcher)
-    if launcher.detaches is None or not launcher.detaches(job):
+    if not launcher.hands_over(job):
         click.echo(
             f"ddpx: this machine's {launch.nproc} rank(s) finished; global rank 0 ran on another "
             "machine, which reports the results and logged the run."

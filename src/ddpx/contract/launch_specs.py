@@ -92,3 +92,7 @@ class LauncherSpec:
     detaches: Callable[[Job], bool] | None = None
     options: tuple[LaunchOption, ...] = ()
     elastic: bool = False
+
+    def hands_over(self, job: Job) -> bool:
+        """Will ``launch`` hand ``job`` over and return before it ends (``detaches``)?"""
+        return self.detaches is not None and self.detaches(job)

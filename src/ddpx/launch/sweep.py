@@ -128,7 +128,7 @@ def check_waits(registry: Registry, job: Job) -> None:
     """A sweep needs each trial's result before the next starts: a launcher that hands the job over
     and returns cannot run one."""
     launcher = registry.get("launchers", job.launch.launcher)
-    if launcher.detaches is None or not launcher.detaches(job):
+    if not launcher.hands_over(job):
         return
     wait = " add --wait, or" if any(option.name == "wait" for option in launcher.options) else ""
     raise UserError(

@@ -101,7 +101,7 @@ def refuse_detached_launcher(registry, job) -> None:
     """``run_recipe`` waits for the job and returns what it left; a launcher that hands the job to a
     batch system returns before any rank runs, so there would be nothing to return."""
     launcher = registry.get("launchers", job.launch.launcher)
-    if launcher.detaches is not None and launcher.detaches(job):
+    if launcher.hands_over(job):
         raise UserError(
             f"run_recipe runs the job here and returns its results, but launcher {job.launch.launcher!r} "
             "hands it to a batch system and returns at once: test with launcher='spawn' or 'torchrun' "

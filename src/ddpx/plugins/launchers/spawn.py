@@ -199,18 +199,17 @@ def start_ranks(processes, method: str) -> None:
     (``signals_held``), and in each new rank only at its first line (``_rank_entry``): a rank forked
     from the fork server starts with it held there (``rank_start``); a spawned one (a new
     interpreter, the ``spawn`` method) inherits it held, blocked in this thread's signal mask."""
-    with signals_held():
-        if method == "spawn":  # its first start would unblock SIGINT here (the tracker starts with it blocked)
-            resource_tracker.ensure_running()
-        # not around the fork server's first start: it imports torch meanwhile, and a second Ctrl-C must land at once
-        with ctrl_c_blocked() if method == "spawn" else nullcontext():
-            for process in processes:
-                process.start()
+    # not around the fork server's first start: it imports torch meanwhile, and a second Ctrl-C must land at once
+    with signals_held(), ctrl_c_blocked() if method == "spawn" else nullcontext():
+        for process in processes:
+            process.start()
 
 
 @contextmanager
 def ctrl_c_blocked() -> Iterator[None]:
-    """SIGINT blocked (pending, not lost) in this thread inside the block; the mask as it was after."""
+    """SIGINT blocked (pending, not lost) in this thread inside the block; the mask as it was after.
+    The resource tracker is started first: its first start unblocks SIGINT in the thread that starts it."""
+    resource_tracker.ensure_running()
     before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield

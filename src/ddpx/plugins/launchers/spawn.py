@@ -38,6 +38,7 @@ from ddpx.api import (
     signals_held,
     threads_per_rank,
 )
+from ddpx.plugins.launchers.fork_server import preload
 
 STORE_TIMEOUT = timedelta(minutes=30)
 STOP_GRACE_S = 15.0  # Ctrl-C: time for every rank to record its stop
@@ -147,7 +148,7 @@ def start_and_join(job: Job) -> LaunchOutcome:
     settings = job.launch
     context = multiprocessing.get_context(start_method())
     if context.get_start_method() == "forkserver":  # the tracker, metric and model modules too: imported once
-        context.set_forkserver_preload([HOLD_CTRL_C, *PRELOAD, *job.imports])
+        preload(context, [HOLD_CTRL_C, *PRELOAD, *job.imports])
     ports = context.SimpleQueue() if settings.master_port is None else None
     env = {
         "MASTER_ADDR": settings.master_addr,

@@ -28,9 +28,9 @@ def preload(context, modules: list[str]) -> None:
         return
     if running:
         if multiprocessing.active_children() or not hasattr(server, "_stop"):
-            return  # a rank forked by it still runs (the server's exit would stop it)
+            return  # a rank it forked still runs (the server's exit would stop it), or no way to stop it
         server._stop()
-    _preloaded = list(dict.fromkeys([*_preloaded, *modules])) if running else list(modules)
+    _preloaded = list(dict.fromkeys([*_preloaded, *modules]))
     context.set_forkserver_preload(_preloaded)
 
 

@@ -312,7 +312,7 @@ def test_chemprop_installed_on_a_system_without_x11_libraries_names_the_system_p
     assert "pip install" not in message  # the extra is installed: installing it again would not help
 
 
-def test_the_fork_server_imports_chemprop_once_for_every_rank(tmp_path):
+def test_the_fork_server_imports_chemprop_and_the_split_once_for_every_rank(tmp_path):
     from ddpx.cli.launch_options import settings_from
     from ddpx.cli.run_commands import recipe_command
     from ddpx.config.recipe import resolve_recipe
@@ -329,6 +329,10 @@ def test_the_fork_server_imports_chemprop_once_for_every_rank(tmp_path):
     path = write_graph_csv(tmp_path / "mols.csv", n=40)
     assert "chemprop" in planned("bbbp_dmpnn", f"dataset.path={path}").imports  # ModelSpec.imports
     assert "chemprop" not in planned("bbbp_rnn", f"dataset.path={path}").imports
+    assert (
+        "sklearn.model_selection" in planned("bbbp_rnn", f"dataset.path={path}").imports
+    )  # TaskSpec.imports: the split
+    assert "sklearn.model_selection" not in planned("mlp_synthetic").imports  # a generated set, split without it
 
 
 # ---- real ranks -------------------------------------------------------------------------------

@@ -64,7 +64,11 @@ class TaskSpec:
     file, classification or regression), returns the ``(loss, metric)`` (or ``(loss, metric, heldout_metrics)``)
     those keys give, used instead of the fields (:meth:`for_params`). Losses: also ``"mse"`` (numeric targets ``(N,)``
     or ``(N, T)``, NaN cells left out), or a model's (:attr:`ModelSpec.loss_for`). ``heldout_metrics``: more metrics
-    over the held-out predictions, recorded as ``heldout_<name>`` beside the metric."""
+    over the held-out predictions, recorded as ``heldout_<name>`` beside the metric.
+
+    ``imports`` names modules slow to import that every rank imports to build the data (``"sklearn.model_selection"``
+    for a split): a launcher that forks its ranks from one process (``spawn``) imports them there once, as a model's
+    :attr:`ModelSpec.imports`."""
 
     name: str
     description: str
@@ -78,6 +82,7 @@ class TaskSpec:
     inputs: tuple[str, ...] = ()
     judged_by: Callable[[Mapping[str, Any]], tuple] | None = None
     heldout_metrics: tuple[str, ...] = ()
+    imports: tuple[str, ...] = ()
 
     def for_params(self, params: Mapping[str, Any]) -> TaskSpec:
         """This task with the loss and metric its ``dataset.*`` keys give (itself when fixed)."""

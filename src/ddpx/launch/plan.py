@@ -54,7 +54,7 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
         launch=resolved,
         requested=recipe.requested,
         resume_from=resume_from,
-        imports=[*tracker.imports, *metric.imports, *(m for spec in also for m in spec.imports), *recipe.model.imports],
+        imports=[m for spec in (tracker, metric, *also, recipe.model, recipe.task) for m in spec.imports],
     )
     if launcher.check is not None:
         launcher.check(job)

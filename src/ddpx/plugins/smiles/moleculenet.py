@@ -107,6 +107,7 @@ FILES = [
     MoleculeNetFile("freesolv", "FreeSolv", "SAMPL.csv", "smiles", ["expt"], regression=True),
 ]
 INPUTS = ("smiles_tokens", "molecule_graph", "molecule_features")  # what a model may ask for (ModelSpec.inputs)
+SPLIT_IMPORTS = ("sklearn.model_selection",)  # a random split (splits.py), imported by each rank
 DESCRIPTIONS = {
     "bbbp": "BBBP: does a molecule cross the blood-brain barrier? (MoleculeNet)",
     "bace": "BACE: does a molecule inhibit human beta-secretase 1? (MoleculeNet)",
@@ -157,6 +158,7 @@ def moleculenet_tasks(params_for, predictor) -> list[TaskSpec]:
                 predictor=predictor,
                 params=params,
                 inputs=INPUTS,
+                imports=SPLIT_IMPORTS,
             )
         )
     return tasks

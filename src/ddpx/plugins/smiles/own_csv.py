@@ -21,7 +21,7 @@ from typing import Any
 
 from ddpx.api import Param, TaskSpec, UserError
 from ddpx.plugins.smiles.csv_table import measurements_not_classes
-from ddpx.plugins.smiles.moleculenet import INPUTS
+from ddpx.plugins.smiles.moleculenet import INPUTS, SPLIT_IMPORTS
 
 TASK_TYPES = ("classification", "regression")
 
@@ -104,4 +104,5 @@ def own_csv_task(params_for, predictor) -> TaskSpec:
         predictor=predictor,
         inputs=INPUTS,
         judged_by=_judged_by,
+        imports=SPLIT_IMPORTS,
     )

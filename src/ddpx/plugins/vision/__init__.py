@@ -30,6 +30,7 @@ def _common_params() -> dict[str, Param]:
     }
 
 
+SPLIT_IMPORTS = ("sklearn.model_selection",)  # the stratified dev split (data.py), made by each rank
 MNIST_PARAMS = {
     **_common_params(),
     "mirror": Param(
@@ -141,6 +142,7 @@ def register_tasks(register):
             params=MNIST_PARAMS,
             check=check_mnist,
             predictor=image_predictor(MNIST_MEAN, MNIST_STD),
+            imports=SPLIT_IMPORTS,
         )
     )
     register(
@@ -153,6 +155,7 @@ def register_tasks(register):
             params=CIFAR_PARAMS,
             check=check_cifar10,
             predictor=image_predictor(CIFAR_MEAN, CIFAR_STD),
+            imports=SPLIT_IMPORTS,
         )
     )
     from ddpx.plugins.vision.image_folder import IMAGE_FOLDER_PARAMS
@@ -168,6 +171,7 @@ def register_tasks(register):
             params=IMAGE_FOLDER_PARAMS,
             check=check_image_folder,
             predictor=image_predictor(),
+            imports=SPLIT_IMPORTS,
         )
     )
 

@@ -312,7 +312,7 @@ def test_chemprop_installed_on_a_system_without_x11_libraries_names_the_system_p
     assert "pip install" not in message  # the extra is installed: installing it again would not help
 
 
-def test_the_fork_server_imports_chemprop_and_the_split_once_for_every_rank(tmp_path):
+def test_a_job_plans_the_modules_its_ranks_will_import_for_the_fork_server(tmp_path):
     from ddpx.cli.launch_options import settings_from
     from ddpx.cli.run_commands import recipe_command
     from ddpx.config.recipe import resolve_recipe
@@ -321,18 +321,26 @@ def test_the_fork_server_imports_chemprop_and_the_split_once_for_every_rank(tmp_
 
     registry = load_registry()
 
-    def planned(*argv: str):
-        values = dict(recipe_command.make_context("ddpx recipe", [*argv, "--tracking", "none"]).params)
+    def planned(*argv: str, tracking=("--tracking", "none")):
+        values = dict(recipe_command.make_context("ddpx recipe", [*argv, *tracking]).params)
         recipe = resolve_recipe(registry, values.pop("name"), values.pop("overrides"))
-        return plan_job(registry, recipe, settings_from(registry, values))
+        return plan_job(registry, recipe, settings_from(registry, values)).imports
 
     path = write_graph_csv(tmp_path / "mols.csv", n=40)
-    assert "chemprop" in planned("bbbp_dmpnn", f"dataset.path={path}").imports  # ModelSpec.imports
-    assert "chemprop" not in planned("bbbp_rnn", f"dataset.path={path}").imports
-    assert (
-        "sklearn.model_selection" in planned("bbbp_rnn", f"dataset.path={path}").imports
-    )  # TaskSpec.imports: the split
-    assert "sklearn.model_selection" not in planned("mlp_synthetic").imports  # a generated set, split without it
+    graph, rnn = planned("bbbp_dmpnn", f"dataset.path={path}"), planned("bbbp_rnn", f"dataset.path={path}")
+    assert "chemprop" in graph and "chemprop" not in rnn  # ModelSpec.imports
+    assert "sklearn.model_selection" in rnn  # TaskSpec.imports: the random split
+    assert "sklearn.metrics" in rnn  # MetricSpec.imports: ROC-AUC
+    assert "matplotlib.figure" in rnn  # the held-out figures rank 0 draws
+    mlp = planned("mlp_synthetic")
+    assert "sklearn.model_selection" not in mlp and "mlflow" not in mlp  # a generated set; no tracker
+    sqlite = planned("mlp_synthetic", tracking=("--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"))
+    assert {"mlflow", "mlflow.store.tracking.sqlalchemy_store"} <= set(sqlite)  # TrackerSpec.imports_for: its store
+    from ddpx.api import Job, LaunchSettings
+    from ddpx.plugins.trackers.mlflow.store_check import store_imports
+
+    served = Job("r", "", {}, LaunchSettings(tracking_uri="http://127.0.0.1:5000"))
+    assert store_imports(served) == ()  # a server's client is in mlflow itself
 
 
 # ---- real ranks -------------------------------------------------------------------------------

@@ -64,7 +64,9 @@ class TrackerSpec:
     ``check(job)`` runs before anything starts and changes nothing (``--dry-run`` calls it): raise
     :class:`UserError` for a store that cannot record the run. ``prepare(job)`` runs right before the ranks start:
     set the store up once (create its tables, say). ``imports`` names the modules the tracker imports on rank 0
-    (``"mlflow"``): a launcher may import them ahead, once (the spawn launcher's fork server does)."""
+    (``"mlflow"``): a launcher may import them ahead, once (the spawn launcher's fork server does);
+    ``imports_for(job)``, those that depend on the job's store (an sqlite store's module: rank 0 of each job a
+    sweep or a study runs from one process would import it again)."""
 
     name: str
     description: str
@@ -72,3 +74,4 @@ class TrackerSpec:
     check: Callable[[Job], None] | None = None
     prepare: Callable[[Job], None] | None = None
     imports: tuple[str, ...] = ()
+    imports_for: Callable[[Job], tuple[str, ...]] | None = None

@@ -21,6 +21,9 @@ from ddpx.contract.specs import LauncherSpec
 from ddpx.launch.gpus import local_gpu_count
 from ddpx.plugin_host.registry import Registry
 
+# rank 0 draws the held-out figures as every job ends (records/report_files.py: new_figure)
+FIGURE_IMPORTS = ("matplotlib.figure", "matplotlib.backends.backend_agg")
+
 
 def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Job:
     """Check the settings against the plugins and this machine and return the job; nothing is started."""
@@ -45,8 +48,6 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
     resolved = resolve_for_this_machine(registry, recipe, settings, launcher)
     # this world's share of a global batch: the run folder's recipe, the job and the checkpoints agree on it
     recipe.train["batch_size"] = per_rank_batch(recipe.train, resolved.world_size, settings.elastic)
-    metric = registry.get("metrics", recipe.task.metric)
-    also = [registry.get("metrics", name) for name in recipe.task.heldout_metrics]  # the held-out metrics beside it
     job = Job(
         recipe_name=recipe.name,
         recipe_source=recipe.source,
@@ -54,7 +55,7 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
         launch=resolved,
         requested=recipe.requested,
         resume_from=resume_from,
-        imports=[m for spec in (tracker, metric, *also, recipe.model, recipe.task) for m in spec.imports],
+        imports=job_imports(registry, recipe, tracker),
     )
     if launcher.check is not None:
         launcher.check(job)
@@ -73,9 +74,18 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
         )
     if tracker.check is not None:
         tracker.check(job)
+    if tracker.imports_for is not None:
+        job.imports.extend(tracker.imports_for(job))
     if settings.master_port is not None and settings.node_rank == 0 and not submits(launcher):
         check_port_free(settings.master_addr, settings.master_port)
     return job
+
+
+def job_imports(registry: Registry, recipe: Recipe, tracker) -> list[str]:
+    """The slow modules the ranks will import, which a launcher that forks them imports once, ahead: the
+    tracker's, the metrics' (the task's and the held-out ones beside it), the model's, the task's, the figures'."""
+    metrics = [registry.get("metrics", name) for name in (recipe.task.metric, *recipe.task.heldout_metrics)]
+    return [*(m for spec in (tracker, *metrics, recipe.model, recipe.task) for m in spec.imports), *FIGURE_IMPORTS]
 
 
 def check_rank_layout(settings: LaunchSettings) -> None:

@@ -189,7 +189,7 @@ class MlflowTracker:
 
 @hookimpl
 def register_trackers(register):
-    from ddpx.plugins.trackers.mlflow.store_check import check_store, prepare_store
+    from ddpx.plugins.trackers.mlflow.store_check import check_store, prepare_store, store_imports
 
     register(
         TrackerSpec(
@@ -199,6 +199,7 @@ def register_trackers(register):
             check_store,
             prepare_store,
             imports=("mlflow",),
+            imports_for=store_imports,
         )
     )
 

@@ -17,19 +17,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
-import subprocess
 import sys
 import tempfile
-from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run by path: `benchmarks` importable
 
 from benchmarks.launch_cost.run import busy_cpu_seconds  # noqa: E402
+from benchmarks.launch_cost.sides import interleaved, machine_line  # noqa: E402
 
 
 def one_process(kept: bool, jobs: int, bbbp: Path) -> list[float]:
@@ -62,16 +59,9 @@ def main() -> None:
     if args.one:
         print(json.dumps(one_process(args.one == "kept", args.jobs, bbbp)))
         return
-    runs: dict[str, list[list[float]]] = {"restarted": [], "kept": []}
-    for _ in range(args.repeats):
-        for side in runs:
-            command = [sys.executable, __file__, "--one", side, "--jobs", str(args.jobs), "--data", str(args.data)]
-            done = subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT)
-            runs[side].append(json.loads(done.stdout.splitlines()[-1]))
-    print(
-        f"{date.today()}: {platform.machine()}, {len(os.sched_getaffinity(0))} cores, "
-        f"{args.repeats} repeats interleaved, medians; CPU-seconds of each job in one process"
-    )
+    extra = ["--jobs", str(args.jobs), "--data", str(args.data)]
+    runs = interleaved(__file__, ["restarted", "kept"], args.repeats, extra)
+    print(machine_line(args.repeats, "CPU-seconds of each job in one process"))
     print("\n| fork server | MLP job (first) | each graph job (first; the rest) | graph jobs, total |")
     print("| --- | --- | --- | --- |")
     for side, repeats in runs.items():

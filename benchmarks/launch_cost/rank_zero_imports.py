@@ -17,20 +17,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run by path: `benchmarks` importable
 
 from benchmarks.launch_cost.run import busy_cpu_seconds  # noqa: E402
+from benchmarks.launch_cost.sides import interleaved, machine_line  # noqa: E402
 
 LEFT_OUT = {"mlflow.store.tracking.sqlalchemy_store", "matplotlib.figure", "matplotlib.backends.backend_agg"}
 
@@ -62,16 +59,8 @@ def main() -> None:
     if args.one:
         print(json.dumps(one_process(args.one == "planned", args.jobs)))
         return
-    runs: dict[str, list[list[list[float]]]] = {"planned": [], "left to rank 0": []}
-    for _ in range(args.repeats):
-        for side in runs:
-            command = [sys.executable, __file__, "--one", side, "--jobs", str(args.jobs)]
-            done = subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT)
-            runs[side].append(json.loads(done.stdout.splitlines()[-1]))
-    print(
-        f"{date.today()}: {platform.machine()}, {len(os.sched_getaffinity(0))} cores, "
-        f"{args.repeats} repeats interleaved, medians; {args.jobs} tracked jobs in one process"
-    )
+    runs = interleaved(__file__, ["planned", "left to rank 0"], args.repeats, ["--jobs", str(args.jobs)])
+    print(machine_line(args.repeats, f"{args.jobs} tracked jobs in one process"))
     print("\n| store and figure modules | first job: CPU-s, wall s | each later job: CPU-s, wall s |")
     print("| --- | --- | --- |")
     for side, repeats in runs.items():

@@ -30,9 +30,8 @@ class Job:
     parent_run_id: str | None = None  # the sweep run this job is a trial of
     tags: dict[str, str] = field(default_factory=dict)  # extra tracking tags (a sweep's trial number, say)
     search: dict[str, Any] | None = None  # an Optuna trial's link: storage, study, trial_id (rank/loop/pruning.py)
-    imports: list[str] = field(
-        default_factory=list
-    )  # slow modules ranks will import: tracker, metric, model, task, figures
+    # slow modules the ranks will import (launch/plan.py: job_imports): tracker, metrics, model, task, figures
+    imports: list[str] = field(default_factory=list)
 
     @property
     def world_size(self) -> int:

@@ -55,8 +55,8 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
         launch=resolved,
         requested=recipe.requested,
         resume_from=resume_from,
-        imports=job_imports(registry, recipe, tracker),
     )
+    job.imports = job_imports(registry, recipe, tracker, job)
     if launcher.check is not None:
         launcher.check(job)
     wrapper = registry.get("wrappers", recipe.train["wrapper"], key="train.wrapper")
@@ -74,18 +74,22 @@ def plan_job(registry: Registry, recipe: Recipe, settings: LaunchSettings) -> Jo
         )
     if tracker.check is not None:
         tracker.check(job)
-    if tracker.imports_for is not None:
-        job.imports.extend(tracker.imports_for(job))
     if settings.master_port is not None and settings.node_rank == 0 and not submits(launcher):
         check_port_free(settings.master_addr, settings.master_port)
     return job
 
 
-def job_imports(registry: Registry, recipe: Recipe, tracker) -> list[str]:
+def job_imports(registry: Registry, recipe: Recipe, tracker, job: Job) -> list[str]:
     """The slow modules the ranks will import, which a launcher that forks them imports once, ahead: the
-    tracker's, the metrics' (the task's and the held-out ones beside it), the model's, the task's, the figures'."""
+    tracker's (and its store's), the metrics' (the task's and the held-out ones beside it), the model's, the task's,
+    the figures'."""
     metrics = [registry.get("metrics", name) for name in (recipe.task.metric, *recipe.task.heldout_metrics)]
-    return [*(m for spec in (tracker, *metrics, recipe.model, recipe.task) for m in spec.imports), *FIGURE_IMPORTS]
+    store = tracker.imports_for(job) if tracker.imports_for is not None else ()
+    return [
+        *(m for spec in (tracker, *metrics, recipe.model, recipe.task) for m in spec.imports),
+        *store,
+        *FIGURE_IMPORTS,
+    ]
 
 
 def check_rank_layout(settings: LaunchSettings) -> None:

@@ -1,8 +1,9 @@
 """The ``spawn`` launcher: one fresh process per local rank on this machine, started by the
 standard library's fork server (``multiprocessing``'s ``forkserver`` start method): a clean
 process the launcher starts once, which imports torch and the ddpx worker a single time and
-forks every rank from there. The launching ``ddpx`` process never imports torch, no rank
-inherits its state (threads, CUDA), and a job of N ranks pays for one torch import, not N
+forks every rank from there. The launching ``ddpx`` process imports torch only to check a
+checkpoint or pretrained weights the job names; no rank inherits its state (threads, CUDA), and
+a job of N ranks pays for one torch import, not N
 (measured in ``docs/performance.md``). Each rank gets the launcher's environment as it is when
 the job starts, as a spawned process would. Where ``TMPDIR`` is too long a path for the fork
 server's socket, the ranks are spawned instead (the ``spawn`` start method).

@@ -116,7 +116,8 @@ def prepare_store(job: Job) -> None:
 def create_schema_once(uri: str, path: Path) -> None:
     """A new sqlite store gets MLflow's tables here, before launch, under a lock on its folder:
     jobs started at the same moment would otherwise race to create them, and the loser's run
-    would be lost. (The one case where the launching process imports mlflow: a store's first use.)"""
+    would be lost. (For a job that runs to its end, the one case where the launching process
+    imports mlflow: a store's first use.)"""
     import fcntl
     import logging
 

@@ -30,12 +30,12 @@ AUTO_OR_COUNT = AutoOrCount()
 
 STUDY_EPILOG = """\b
 Examples:
-  ddpx study run studies/moleculenet.toml                 # every run; again: goes on where it stopped
-  ddpx study run studies/moleculenet.toml --nproc 1       # one rank a run: as many runs at once as cores
-  ddpx study run studies/moleculenet.toml --parallel 1    # one run at a time
-  ddpx study run studies/moleculenet.toml --dry-run       # check every run, start nothing
-  ddpx study report studies/moleculenet.toml --export benchmarks/studies/moleculenet.json
-  ddpx study report benchmarks/studies/moleculenet.json   # the table from committed records alone
+  ddpx study run benchmarks/studies/moleculenet.toml               # every run; again: goes on where it stopped
+  ddpx study run benchmarks/studies/moleculenet.toml --nproc 1     # one rank a run, as many at once as cores
+  ddpx study run benchmarks/studies/moleculenet.toml --parallel 1  # one run at a time
+  ddpx study run benchmarks/studies/moleculenet.toml --dry-run     # check every run, start nothing
+  ddpx study report benchmarks/studies/moleculenet.toml --export benchmarks/studies/moleculenet.json
+  ddpx study report benchmarks/studies/moleculenet.json  # the table from committed records alone
 
 \b
 While runs go on, only dev values are shown; once every run of a set has ended, that set's choice is

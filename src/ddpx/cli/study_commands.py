@@ -30,14 +30,16 @@ AUTO_OR_COUNT = AutoOrCount()
 
 STUDY_EPILOG = """\b
 Examples:
-  ddpx study run benchmarks/studies/moleculenet.toml               # every run; again: goes on where it stopped
-  ddpx study run benchmarks/studies/moleculenet.toml --nproc 1     # one rank a run, as many at once as cores
-  ddpx study run benchmarks/studies/moleculenet.toml --parallel 1  # one run at a time
-  ddpx study run benchmarks/studies/moleculenet.toml --dry-run     # check every run, start nothing
-  ddpx study report benchmarks/studies/moleculenet.toml --export benchmarks/studies/moleculenet.json
-  ddpx study report benchmarks/studies/moleculenet.json  # the table from committed records alone
+  # check and start nothing; then run (again: goes on where it stopped)
+  ddpx study run benchmarks/studies/moleculenet.toml --dry-run
+  ddpx study run benchmarks/studies/moleculenet.toml
+  # a rank a run, as many runs at once as cores; or one run at a time
+  ddpx study run benchmarks/studies/moleculenet.toml --nproc 1
+  ddpx study run benchmarks/studies/moleculenet.toml --parallel 1
+  # the table, from the study (its records exported) or from exported records
+  ddpx study report benchmarks/studies/moleculenet.toml --export records.json
+  ddpx study report records.json
 
-\b
 While runs go on, only dev values are shown; once every run of a set has ended, that set's choice is
 made on dev and recorded (choice.json, the MLflow parent run), and only then are its held-out values
 read: `ddpx study report FILE` gives the chosen sets' table while the later sets still run.

@@ -250,3 +250,30 @@ def test_far_more_cpu_ranks_than_cores_are_named_before_anything_starts(ddpx_her
     assert warning in result.stderr and result.stderr.index(warning) < result.stderr.index("Error:")
     few = ddpx_here("recipe", "mlp_synthetic", "--nproc", "2", "dataset.train_size=1", "--tracking", "none")
     assert few.returncode == 2 and "warning" not in few.stderr
+
+
+def command_paths(group, prefix=()):
+    """Every command of the ``ddpx`` group, the plugins' too, as its words after ``ddpx``."""
+    import click
+
+    for name, command in sorted(group.commands.items()):
+        yield (*prefix, name)
+        if isinstance(command, click.Group):
+            yield from command_paths(command, (*prefix, name))
+
+
+def test_every_commands_help_fits_an_80_column_terminal():
+    """Options, examples and prose: a long example line is continued, a comment stands above its
+    commands, and a paragraph is left to click to wrap."""
+    from click.testing import CliRunner
+
+    from ddpx.cli import cli
+    from ddpx.cli.reference import every_command
+
+    paths = list(command_paths(every_command))
+    assert ("study", "run") in paths and ("runs",) in paths and ("bench", "collectives") in paths
+    for words in [(), *paths]:
+        shown = CliRunner().invoke(cli, [*words, "--help"], prog_name="ddpx", terminal_width=80)
+        assert shown.exit_code == 0, (words, shown.output)
+        wide = [line for line in shown.output.splitlines() if len(line) > 80]
+        assert wide == [], (words, wide)

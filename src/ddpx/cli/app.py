@@ -101,12 +101,12 @@ def cli() -> None:
 
     \b
     Quick start:
-      ddpx recipes                       list the recipes
-      ddpx recipe mlp_synthetic          train one on 2 CPU ranks (or every GPU)
+      ddpx recipes                 list the recipes
+      ddpx recipe mlp_synthetic    train one on 2 CPU ranks (or every GPU)
       ddpx sweep mlp_synthetic train.lr=0.03,0.1
-                                         train a grid of variants, one MLflow parent run
-      ddpx runs                          a table of runs and their held-out metrics
-      mlflow ui                          compare runs in the browser
+                                   train a grid of variants, one MLflow parent run
+      ddpx runs                    a table of runs and their held-out metrics
+      mlflow ui                    compare runs in the browser
     """
 
 

@@ -19,13 +19,14 @@ from ddpx.contract.errors import UserError
 PREDICT_EPILOG = """\b
 Examples:
   ddpx predict ddpx-runs/bbbp_rnn-20261123-101500-ab12/model molecules.csv
-  ddpx predict 3f2c...e91 molecules.csv --output predictions.csv      # an MLflow run id
-  ddpx predict models:/bbbp/1 molecules.csv --tracking-uri http://127.0.0.1:5000
-  ddpx predict ddpx-runs/esol_dmpnn-.../model molecules.csv --coverage 0.9   # 90 % intervals
+  # an MLflow run id; a registered model on a tracking server
+  ddpx predict 3f2c...e91 molecules.csv --output predictions.csv
+  ddpx predict models:/bbbp/1 molecules.csv \\
+      --tracking-uri http://127.0.0.1:5000
+  # 90 % intervals; a folder of images
+  ddpx predict ddpx-runs/esol_dmpnn-.../model molecules.csv --coverage 0.9
+  ddpx predict ddpx-runs/mnist_convnet-.../model digits/
 
-  ddpx predict ddpx-runs/mnist_convnet-.../model digits/               # a folder of images
-
-\b
 INPUT is a CSV with the columns the task reads (a `smiles` column for the SMILES
 tasks; x0, x1, ... for mlp_synthetic), or a folder of images for the image
 tasks. The output is INPUT's rows with the model's answers (a `probability` of

@@ -21,7 +21,8 @@ Examples:
   ddpx recipe mlp_synthetic --nproc 3 train.lr=0.05 train.max_epochs=3
   ddpx recipe ./my_recipe.toml --tracking none
   ddpx recipe mlp_synthetic --resume auto     # continue the latest run
-  ddpx recipe bbbp_rnn --launcher slurm --nnodes 2 --nproc 4 --partition gpu --wait
+  ddpx recipe bbbp_rnn --launcher slurm --nnodes 2 --nproc 4 \\
+      --partition gpu --wait
 
 \b
 KEY=VALUE overrides any recipe key; `ddpx show NAME` lists them all.
@@ -71,10 +72,11 @@ def recipe_command(name, overrides, **values) -> None:
 SWEEP_EPILOG = """\b
 Examples:
   ddpx sweep mlp_synthetic train.lr=0.03,0.1,0.3
-  ddpx sweep bbbp_rnn train.lr=0.001,0.003 model.d_model=64,128 --launcher torchrun
+  ddpx sweep bbbp_rnn train.lr=0.001,0.003 model.d_model=64,128 \\
+      --launcher torchrun
   ddpx sweep mlp_synthetic train.lr=0.05,0.1 train.max_epochs=3 --dry-run
-  ddpx sweep mlp_synthetic 'train.lr=loguniform(0.01,0.3)' 'model.n_layers=int(2,5)' \\
-      --search optuna --trials 8
+  ddpx sweep mlp_synthetic 'train.lr=loguniform(0.01,0.3)' \\
+      'model.n_layers=int(2,5)' --search optuna --trials 8
   ddpx sweep mlp_synthetic train.lr=0.03,0.1,0.3,1.0 --parallel 2 --nproc 1
 
 \b

@@ -11,9 +11,11 @@ from ddpx.cli.app import cli, console, registry_with_warnings
 UPLOAD_EPILOG = """\b
 Examples:
   ddpx upload ddpx-runs/bbbp_rnn-20261123-101500-ab12
-  ddpx upload ddpx-runs/tiny-... --tracking-uri http://127.0.0.1:5000 --experiment rerun
-  ddpx upload ddpx-runs/moses_pretrain_dmpnn-... --register moses_pretrain_dmpnn
-                                  (then model.encoder_from=models:/moses_pretrain_dmpnn/1)
+  ddpx upload ddpx-runs/tiny-... --tracking-uri http://127.0.0.1:5000 \\
+      --experiment rerun
+  # a pretraining run, then model.encoder_from=models:/moses_pretrain_dmpnn/1
+  ddpx upload ddpx-runs/moses_pretrain_dmpnn-... \\
+      --register moses_pretrain_dmpnn
 """
 
 

@@ -38,7 +38,7 @@ def bench_command() -> None:
     "collectives",
     epilog="""\b
 Examples:
-  ddpx bench collectives                         # gloo on CPU, or NCCL over every GPU
+  ddpx bench collectives        # gloo on CPU, or NCCL over every GPU
   ddpx bench collectives --nproc 8 --backend nccl --max-bytes 1G
   ddpx bench collectives --op all_reduce --json
 """,

@@ -19,8 +19,8 @@ from ddpx.api import console
 
 RUNS_EPILOG = """\b
 Examples:
-  ddpx runs                                      # every recipe's runs, best first
-  ddpx runs --recipe bbbp_rnn --limit 5          # the 5 best bbbp_rnn runs
+  ddpx runs                              # every recipe's runs, best first
+  ddpx runs --recipe bbbp_rnn --limit 5  # the 5 best bbbp_rnn runs
   ddpx runs --sort heldout_loss --ascending
   ddpx runs --tracking-uri http://127.0.0.1:5000 --json
 """

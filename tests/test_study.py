@@ -306,6 +306,44 @@ def test_a_set_not_chosen_yet_is_reported_by_its_finished_runs_and_none_of_its_v
     assert table.endswith("(sets chosen: 1 of 2):\n- against p: past on 1 (a), level on none, short on none\n")
 
 
+def test_a_study_keeps_the_sets_an_export_of_the_same_file_chose_and_names_their_code(tmp_path):
+    from ddpx.launch.study import set_choice
+    from ddpx.records.study_kept import read_kept_sets
+    from ddpx.records.study_records import RecordedChoice
+    from ddpx.records.study_report import export_records, write_records
+
+    (tmp_path / "s.toml").write_text(
+        'seeds = [0, 1]\nensembles = []\n[sets.a]\ncandidates = ["r"]\n[sets.b]\ncandidates = ["q"]\n'
+    )
+    spec = read_study(tmp_path / "s.toml")
+    runs = [finished_run(tmp_path / "runs", s, c, seed, 0.8) for s, c in (("a", "r"), ("b", "q")) for seed in (0, 1)]
+    folder = StudyDir(tmp_path / "studies", spec.name, spec.digest, "c" * 10)
+    folder.create(spec.text, {})
+    recorded = folder.record_choice({"a": set_choice(spec.sets[0], runs, spec.seeds)}, now=["a"])
+    old = {"study.digest": spec.digest, "code.commit": "1" * 40, "code.code_digest": "e" * 64}
+    earlier = write_records(export_records(spec, recorded, runs, old), tmp_path / "old.json")  # b not chosen there
+    kept = read_kept_sets(earlier, spec)
+    origin = {"records": "old.json", "code.commit": "1" * 40, "code.code_digest": "e" * 64}
+    assert list(kept) == ["a"] and kept["a"] == {**read_records(earlier)["sets"][0], "kept_from": origin}
+
+    # here: b chosen from its own runs, a as the export holds it, and the table names a's code
+    now = RecordedChoice(folder, {"b": set_choice(spec.sets[1], runs, spec.seeds)})
+    records = export_records(spec, now, runs, {"study.digest": spec.digest, "code.code_digest": "c" * 64}, kept)
+    assert records["sets"][0] == kept["a"] and records["sets"][1]["chosen"] == "q"
+    assert markdown(records).endswith("1. a: kept from old.json, its runs made by code 111111111111.\n")
+    again = write_records(records, tmp_path / "new.json")  # kept again: the code of its runs stays named
+    assert read_kept_sets(again, spec)["a"]["kept_from"] == origin
+
+    (tmp_path / "s.toml").write_text("# edited\n" + spec.text)
+    for path, said in [
+        (earlier, "is an export of another study file"),
+        (tmp_path / "none.json", "does not exist; `ddpx study report"),
+        (tmp_path / "s.toml", "is not a study's exported records (JSON)"),
+    ]:
+        with pytest.raises(UserError, match=re.escape(said)):
+            read_kept_sets(path, read_study(tmp_path / "s.toml"))
+
+
 def test_a_bad_key_in_any_run_is_an_error_before_anything_starts(ddpx_here, tmp_path):
     (tmp_path / "s.toml").write_text(STUDY.replace("model.dim_hidden=16", "model.dim_hiden=16"))
     result = ddpx_here("study", "run", "s.toml", "--tracking", "none")
@@ -319,11 +357,11 @@ def environment(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_study(folder: Path, tracking_uri: str, experiment: str, stop_after: int | None = None, **env: str):
-    """``ddpx study run`` in ``folder``; with ``stop_after`` N, SIGTERM (``kill``; Ctrl-C does the same,
-    where a shell has not made the process ignore it) once N runs have ended."""
+def run_study(folder: Path, tracking_uri: str, experiment: str, stop_after: int | None = None, *more: str, **env: str):
+    """``ddpx study run`` in ``folder`` (``more``: its further options); with ``stop_after`` N, SIGTERM
+    (``kill``; Ctrl-C does the same, where a shell has not made the process ignore it) once N runs have ended."""
     args = [sys.executable, "-m", "ddpx", "study", "run", "s.toml", "--tracking-uri", tracking_uri]
-    args += ["--experiment", experiment]
+    args += ["--experiment", experiment, *more]
     process = subprocess.Popen(
         args, cwd=folder, env=environment(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -439,6 +477,27 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
     folders = {(r["set"], r["candidate"], r["seed"]): r["run_dir"] for r in _lines(folder / "runs.jsonl")}
     per_seed = [_averaged_accuracy([folders["hard", c, seed] for c in ("narrow", "wide")]) for seed in (0, 1)]
     assert hard["ensembles"]["families"] == {"values": per_seed, "reason": ""}
+
+    # another machine, without these runs: the hard set kept from the export (made by other code, say), the easy one run
+    elsewhere, kept = tmp_path / "elsewhere", json.loads(exported.read_text())
+    elsewhere.mkdir()
+    (elsewhere / "s.toml").write_text(STUDY)
+    kept["study"].update({"code.commit": "0" * 40, "code.code_digest": "f" * 64})
+    kept["sets"][0] = {**easy, "chosen": None, "pending": "not chosen yet", "runs": []}
+    (elsewhere / "kept.json").write_text(json.dumps(kept))
+    status, out, err = run_study(elsewhere, tracking_uri, experiment, None, "--from-records", "kept.json")
+    assert status == 0 and "0 finished earlier, 2 to run" in out, err
+    assert (
+        "ddpx: set hard: kept from kept.json (chose narrow; its 4 runs made by code 000000000000), not run again" in out
+    )
+    assert "set easy: chose wide" in out and "set hard: chose" not in out
+    carried = study_report_records(elsewhere / "s.toml", str(elsewhere / "ddpx-runs"))
+    assert carried["sets"][1] == {
+        **hard,
+        "kept_from": {"records": "kept.json", **{k: kept["study"][k] for k in ("code.commit", "code.code_digest")}},
+    }
+    assert carried["sets"][0]["chosen"] == "wide" and len(carried["sets"][0]["runs"]) == 2
+    assert "hard: kept from kept.json, its runs made by code 000000000000." in markdown(carried) in out
 
     (tmp_path / "s.toml").write_text("# edited\n" + STUDY)  # another file: another study, the runs reused
     status, out, err = run_study(tmp_path, tracking_uri, experiment)

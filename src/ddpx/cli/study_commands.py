@@ -36,6 +36,9 @@ Examples:
   # a rank a run, as many runs at once as cores; or one run at a time
   ddpx study run benchmarks/studies/moleculenet.toml --nproc 1
   ddpx study run benchmarks/studies/moleculenet.toml --parallel 1
+  # on another machine: keep the sets a committed export chose, run the rest
+  ddpx study run benchmarks/studies/pretraining.toml \\
+      --from-records benchmarks/studies/pretraining.json
   # the table, from the study (its records exported) or from exported records
   ddpx study report benchmarks/studies/moleculenet.toml --export records.json
   ddpx study report records.json
@@ -69,16 +72,32 @@ def study_group() -> None:
     help="Choose even where runs failed, among the candidates whose every seed finished (by default the "
     "choice waits, and the same command reruns what failed).",
 )
-def study_run_command(file, dry_run, parallel, choose_with_failures, **values) -> None:
+@click.option(
+    "--from-records",
+    "from_records",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="An export of this same study file (`ddpx study report FILE --export`), committed, say: the sets it "
+    "chose are kept as it holds them and not run again; only the others run. For going on where the machine "
+    "that held the runs is gone.",
+)
+def study_run_command(file, dry_run, parallel, choose_with_failures, from_records, **values) -> None:
     """Run every (set, candidate, seed) of the study FILE not yet finished, then choose per set on dev."""
     from ddpx.cli.run_commands import at_once, trial_slots
-    from ddpx.cli.study_report import RunProgress, print_choice, print_set_chosen, print_table
+    from ddpx.cli.study_report import RunProgress, print_choice, print_kept, print_set_chosen, print_table
     from ddpx.config.study_file import read_study
     from ddpx.launch.study import StudyUnfinished, plan_study, run_study
+    from ddpx.records.study_kept import read_kept_sets
 
     registry = registry_with_warnings()
     spec = read_study(file)
-    study = plan_study(registry, spec, settings_from(registry, values))
+    kept = read_kept_sets(from_records, spec) if from_records is not None else None
+    study = plan_study(registry, spec, settings_from(registry, values), kept)
+    print_kept(study)
+    if not study.trials:
+        click.echo(
+            f"ddpx: study {spec.name}: every set is kept; nothing to run. Its table: ddpx study report {from_records}"
+        )
+        return
     slots = trial_slots(registry, study.trials[0].job, parallel)
     first = study.trials[0].job
     going_on = sum(t.continues is not None for t in study.to_run)

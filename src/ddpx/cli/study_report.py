@@ -62,10 +62,21 @@ def print_set_chosen(study_file: Path, recorded, sets: list[str]) -> None:
     click.echo(f"ddpx: its table, while the study goes on: ddpx study report {study_file}")
 
 
+def print_kept(study) -> None:
+    """The sets kept from an earlier export, and the code their runs were made with."""
+    for name, entry in study.kept.items():
+        origin = entry.get("kept_from", {})
+        code = (origin.get("code.commit") or origin.get("code.code_digest", ""))[:12]
+        click.echo(
+            f"ddpx: set {name}: kept from {origin.get('records', 'an earlier export')} (chose {entry['chosen']}; "
+            f"its {len(entry.get('runs', []))} runs made by code {code}), not run again"
+        )
+
+
 def print_table(study, recorded) -> None:
     from ddpx.records.study_report import export_records, markdown
 
-    records = export_records(study.spec, recorded, study.records(), study.folder.info())
+    records = export_records(study.spec, recorded, study.records(), study.folder.info(), study.kept)
     click.echo("")
     click.echo(markdown(records), nl=False)
 
@@ -77,7 +88,7 @@ def study_folder(spec, runs_dir: str | None):
 
     root = Path(runs_dir or DEFAULT_ROOT).resolve() / "studies"
     found = sorted(
-        (p for p in root.glob(f"{spec.name}-{spec.digest[:10]}-*") if (p / "choice.json").is_file()),
+        (p for p in root.glob(f"{spec.name}-{spec.digest[:10]}-*") if _has_choice(p)),
         key=lambda p: p.stat().st_mtime,
     )
     if not found:
@@ -87,6 +98,11 @@ def study_folder(spec, runs_dir: str | None):
             "its runs are)."
         )
     return StudyDir.at(found[-1])
+
+
+def _has_choice(folder: Path) -> bool:
+    """A study folder with a set chosen: by its own runs, or kept from an earlier export."""
+    return (folder / "choice.json").is_file() or (folder / "kept.json").is_file()
 
 
 def exported(source: Path, runs_dir: str | None) -> dict:
@@ -100,4 +116,5 @@ def exported(source: Path, runs_dir: str | None) -> dict:
     lines = (folder.path / "runs.jsonl").read_text(encoding="utf-8").splitlines()
     records = [RunRecord(**json.loads(line)) for line in lines if line.strip()]
     info = folder.info()
-    return export_records(spec, RecordedChoice.read(folder), records, info)
+    recorded = RecordedChoice.read(folder) if (folder.path / "choice.json").is_file() else RecordedChoice(folder, {})
+    return export_records(spec, recorded, records, info, folder.kept_sets())

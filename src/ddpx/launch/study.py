@@ -66,6 +66,7 @@ class Study:
     code: dict[str, str]
     trials: list[StudyTrial] = field(default_factory=list)
     parent_run_id: str | None = None
+    kept: dict[str, dict[str, Any]] = field(default_factory=dict)  # sets kept from an earlier export, by name
 
     @property
     def to_run(self) -> list[StudyTrial]:
@@ -84,13 +85,17 @@ class StudyUnfinished(Exception):
         self.trials = trials
 
 
-def plan_study(registry: Registry, spec: StudySpec, settings: LaunchSettings) -> Study:
-    """Resolve and plan every run; any mistake is raised before anything starts."""
+def plan_study(
+    registry: Registry, spec: StudySpec, settings: LaunchSettings, kept: dict[str, dict[str, Any]] | None = None
+) -> Study:
+    """Resolve and plan every run of the sets not ``kept`` from an earlier export (by default, those
+    the study's folder kept when it began); any mistake is raised before anything starts."""
     code = code_version()
     root = Path(settings.runs_dir or DEFAULT_ROOT).resolve() / "studies"
     study = Study(spec, StudyDir(root, spec.name, spec.digest, code["code_digest"]), code)
+    study.kept = study.folder.kept_sets() if kept is None else kept
     finished, cut_off, digests = study.folder.finished(), study.folder.interrupted(), {}
-    for study_set in spec.sets:
+    for study_set in (s for s in spec.sets if s.name not in study.kept):
         for candidate in study_set.candidates:
             for seed in spec.seeds:
                 recipe = resolve_recipe(registry, candidate.recipe, study_set.overrides_of(candidate, seed))
@@ -104,7 +109,8 @@ def plan_study(registry: Registry, spec: StudySpec, settings: LaunchSettings) ->
                 trial.reused = finished.get(key)
                 trial.continues = cut_off.get(key) if trial.reused is None else None
                 study.trials.append(trial)
-    check_waits(registry, study.trials[0].job)
+    if study.trials:
+        check_waits(registry, study.trials[0].job)
     return study
 
 
@@ -128,6 +134,7 @@ def study_info(study: Study) -> dict[str, Any]:
         "study.seeds": ",".join(map(str, study.spec.seeds)),
         "study.sets": ",".join(s.name for s in study.spec.sets),
         "study.runs": len(study.trials),
+        **({"study.kept_sets": ",".join(study.kept)} if study.kept else {}),
         **{f"code.{k}": v for k, v in study.code.items()},
         "machine": f"{platform.node()} {platform.machine()} {platform.processor() or ''}".strip(),
         "python": sys.version.split()[0],
@@ -143,6 +150,7 @@ def open_parent(registry: Registry, study: Study, warn: Callable[[str], None]) -
     parent = GuardedTracker(registry.get("trackers", first.launch.tracking).create(parent_job), warn=warn)
     info = study_info(study)
     study.folder.create(study.spec.text, {k: str(v) for k, v in info.items()})
+    study.folder.keep_sets(study.kept)
     study.folder.start_runs(study.records())
     parent.start(
         run_name=f"study-{study.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}",
@@ -209,7 +217,8 @@ def run_study(
         parent.finish("KILLED", error=f"the study was stopped: {exc}; the same command goes on where it stopped")
         raise
     failed = [t for t in study.trials if t.reused is None]
-    if failed and not choose_with_failures and not {s.name for s in study.spec.sets} <= set(chosen_sets(study)):
+    decided = set(chosen_sets(study)) | set(study.kept)
+    if failed and not choose_with_failures and not {s.name for s in study.spec.sets} <= decided:
         parent.finish("FAILED", error=f"{len(failed)} run(s) failed: their sets' choice waits until they have finished")
         raise StudyUnfinished(failed)
     recorded = choose_finished(everything=True)
@@ -232,7 +241,9 @@ def record_choices(study: Study, parent: GuardedTracker, everything: bool = Fals
     new = {
         study_set.name: set_choice(study_set, records, study.spec.seeds)
         for study_set in study.spec.sets
-        if study_set.name not in kept and (everything or study_set.name in finished)
+        if study_set.name not in kept
+        and study_set.name not in study.kept
+        and (everything or study_set.name in finished)
     }
     if not new:
         return RecordedChoice(study.folder, kept), []

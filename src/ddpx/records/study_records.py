@@ -185,6 +185,16 @@ class StudyDir:
             with path.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(asdict(record)) + "\n")
 
+    def keep_sets(self, kept: dict[str, dict[str, Any]]) -> None:
+        """Write the sets kept from an earlier export (``--from-records``), as that export holds them."""
+        if kept:
+            (self.path / "kept.json").write_text(json.dumps(kept, indent=1, sort_keys=True), encoding="utf-8")
+
+    def kept_sets(self) -> dict[str, dict[str, Any]]:
+        """The sets this study keeps from an earlier export, by name (none where it keeps none)."""
+        path = self.path / "kept.json"
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
     def record_choice(self, choice: dict[str, Any], now: list[str] | None = None) -> RecordedChoice:
         """Write the choice of every set chosen so far (``now``: those chosen this time; default all)."""
         path, tmp = self.path / "choice.json", self.path / ".choice.json.tmp"

@@ -15,7 +15,9 @@ A set with a baseline (a candidate never chosen) adds its held-out mean ± sd an
 candidate's paired difference against it (chosen − baseline, seed by seed, over the seeds both
 have) with the same interval and words; a study without a baseline has neither those columns
 nor a ``baseline`` key in its records. Under the table, for the baseline and each published row,
-the sets where the chosen candidate is past, level and short (the rows' own words, counted).
+the sets where the chosen candidate is past, level and short (the rows' own words, counted). A set
+kept from an earlier export (``--from-records``) is that export's entry, with ``kept_from`` naming
+it and the code its runs were made with; a note under the table names that code where it differs.
 """
 
 from __future__ import annotations
@@ -31,16 +33,23 @@ from ddpx.records.study_records import RecordedChoice, RunRecord
 
 FORMAT = 2  # 2: each set's ensembles (and a set's "baseline", only where it has one)
 ENSEMBLE_COLUMNS = {"seeds": "its seeds together", "families": "families together, mean ± sd (seeds)"}
+KEPT_FROM = "kept_from"  # a set kept from an earlier export: that export, and the code its runs were made with
 BASELINE_COLUMNS = (
     " baseline | baseline held-out mean ± sd (seeds) | chosen − baseline, seed by seed: difference [95 % interval]"
     " (seeds) | |"
 )
 
 
-def export_records(spec: Any, recorded: RecordedChoice, records: list[RunRecord], info: dict[str, Any]) -> dict:
-    """Everything the table needs, held-out values included (read through the recorded choice)."""
+def export_records(
+    spec: Any, recorded: RecordedChoice, records: list[RunRecord], info: dict[str, Any], kept: dict | None = None
+) -> dict:
+    """Everything the table needs, held-out values included (read through the recorded choice); a set
+    ``kept`` from an earlier export (:mod:`ddpx.records.study_kept`) as that export holds it."""
+    kept = kept or {}
     sets = [
-        _set_records(spec, study_set, recorded, [r for r in records if r.set == study_set.name])
+        kept[study_set.name]
+        if study_set.name in kept
+        else _set_records(spec, study_set, recorded, [r for r in records if r.set == study_set.name])
         if study_set.name in recorded.choice
         else _pending_set(spec, study_set, [r for r in records if r.set == study_set.name])
         for study_set in spec.sets
@@ -239,6 +248,7 @@ def markdown(records: dict) -> str:
     study, ensembles, notes, standing = records["study"], _ensembles_reported(records), [], {}
     baselines = any(entry.get("baseline") for entry in records["sets"])
     rows = [row for entry in records["sets"] for row in _set_rows(entry, ensembles, baselines, notes, standing)]
+    notes += [note for entry in records["sets"] if (note := kept_code_note(entry, study))]
     chosen = sum(1 for entry in records["sets"] if entry["chosen"])
     lines = [
         f"Study `{study.get('study.name', '')}` (file sha256 {study.get('study.digest', '')[:12]}, "
@@ -259,3 +269,14 @@ def markdown(records: dict) -> str:
     if notes:
         lines += ["", *(f"{number}. {note}" for number, note in enumerate(notes, 1))]
     return "\n".join(lines) + "\n"
+
+
+def kept_code_note(entry: dict[str, Any], study: dict[str, Any]) -> str | None:
+    """The table's note for a kept set whose runs were made by other code than the export's own."""
+    origin = entry.get(KEPT_FROM)
+    if not origin or origin.get("code.code_digest") == study.get("code.code_digest"):
+        return None
+    code = origin.get("code.commit") or origin.get("code.code_digest", "")
+    return (
+        f"{entry['name']}: kept from {origin.get('records', 'an earlier export')}, its runs made by code {code[:12]}."
+    )

@@ -1,0 +1,63 @@
+"""Sets a study keeps from an earlier export of itself, so that it goes on from committed records.
+
+A study's runs live on the machine that ran them; its export (``ddpx study report FILE --export``)
+is what gets committed. ``ddpx study run FILE --from-records EXPORT`` keeps every set the export
+chose exactly as the export holds it (its runs, dev and held-out values, choice and ensembles) and
+runs only the sets it did not choose: a long study goes on, on another machine, after the one that
+held its runs is gone. Only an export of the same study file (the same bytes: the file's digest)
+is accepted, so the sets, candidates, seeds and rule are the ones the kept sets were chosen under.
+A kept set names the code its runs were made with, which the table states when it is not the code
+of the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ddpx.contract.errors import UserError
+from ddpx.records.study_report import FORMAT, KEPT_FROM
+
+
+def read_kept_sets(path: Path, spec: Any) -> dict[str, dict[str, Any]]:
+    """The sets the export at ``path`` chose, by name, each naming its code; a clear error where the
+    export is not one of the study file ``spec`` (another file, another format, not an export)."""
+    records = _read(path, spec)
+    if records.get("format") != FORMAT or not isinstance(records.get("sets"), list):
+        raise UserError(
+            f"'{path}' is not an export of format {FORMAT} (`ddpx study report {spec.path} --export FILE` "
+            "writes one): export the study's records again with this version of ddpx, or leave out --from-records."
+        )
+    study = records.get("study", {})
+    if study.get("study.digest") != spec.digest:
+        raise UserError(
+            f"'{path}' is an export of another study file (sha256 {str(study.get('study.digest'))[:12]}; "
+            f"{spec.path} is {spec.digest[:12]}): a set is kept only under the same file, unchanged, so that "
+            "its candidates, seeds and rule are the ones it was chosen by. Give the export of this file, "
+            "restore the file the export was made from, or leave out --from-records to run every set."
+        )
+    origin = {"records": path.name, **{k: study[k] for k in ("code.commit", "code.code_digest") if k in study}}
+    declared = {s.name for s in spec.sets}
+    return {
+        entry["name"]: {**entry, KEPT_FROM: entry.get(KEPT_FROM, origin)}
+        for entry in records["sets"]
+        if entry.get("chosen") and entry.get("name") in declared
+    }
+
+
+def _read(path: Path, spec: Any) -> dict[str, Any]:
+    try:
+        records = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(
+            f"records file '{path}' does not exist; `ddpx study report {spec.path} --export FILE` writes one "
+            "from a study that has chosen sets."
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(
+            f"'{path}' is not a study's exported records (JSON): {exc}. Give the file --export wrote."
+        ) from None
+    if not isinstance(records, dict):
+        raise UserError(f"'{path}' is not a study's exported records: give the file --export wrote.")
+    return records

@@ -95,7 +95,7 @@ def study_run_command(file, dry_run, parallel, choose_with_failures, from_record
     print_kept(study)
     if not study.trials:
         click.echo(
-            f"ddpx: study {spec.name}: every set is kept; nothing to run. Its table: ddpx study report {from_records}"
+            f"ddpx: study {spec.name}: every set is kept; nothing to run. Its table: ddpx study report {from_records or file}"
         )
         return
     slots = trial_slots(registry, study.trials[0].job, parallel)

@@ -3,6 +3,7 @@
 scored with."""
 
 import math
+import subprocess
 import sys
 from pathlib import Path
 
@@ -50,3 +51,72 @@ def test_a_regression_row_has_its_mae():
     result = {"value": 0.9, "mae": 0.7, "epoch_s": 1.0, "whole_epoch_s": 1.2, "wall_s": 60.0}
     row = summary_row("ddpx", [result, {**result, "value": 1.1, "mae": 0.9}])
     assert row.startswith("| ddpx | 1.0000 ± 0.1414 | 0.9000, 1.1000 | 0.8000 | 1.00 | 1.20 | 60 | 120 |")
+
+
+def made_record(tmp_path: Path, seeds: list[int], name: str) -> Path:
+    """A parity record of two runs written as run.py writes it, each run's result as it ends."""
+    from argparse import Namespace
+
+    from benchmarks.vs_chemprop.parity_record import add_result, new_record
+
+    args = Namespace(
+        set="esol", epochs=50, seeds=seeds, runs=["chemprop_loss", "ddpx1"], alternate=True, lockstep=False
+    )
+    record, path = new_record(args, "ESOL.csv", 113), tmp_path / name
+    for turn, seed in enumerate(seeds):
+        for position, run in enumerate(["chemprop_loss", "ddpx1"][:: -1 if turn % 2 else 1]):
+            value = 0.8 + 0.01 * seed + 0.02 * (run == "ddpx1")
+            phases = {"batch_s": 0.1, "forward_s": 0.4, "backward_s": 0.8, "optimizer_s": 0.1}
+            result = {"value": value, "mae": value - 0.2, "epoch_s": 2.0, "whole_epoch_s": 2.5, "wall_s": 130.0}
+            add_result(record, run, seed, {**result, **phases, "position": position}, path)
+    return path
+
+
+def report(*records: Path) -> subprocess.CompletedProcess:
+    script = ROOT / "benchmarks" / "vs_chemprop" / "run.py"
+    return subprocess.run([sys.executable, str(script), "--report", *map(str, records)], capture_output=True, text=True)
+
+
+def test_a_parity_record_prints_its_tables_again_and_records_of_one_seed_each_print_as_one(tmp_path):
+    whole = report(made_record(tmp_path, [0, 1], "both.json"))
+    apart = report(made_record(tmp_path, [0], "a.json"), made_record(tmp_path, [1], "b.json"))
+    assert whole.returncode == 0, whole.stderr
+    assert "esol (ESOL.csv), MoleculeNet's scaffold split 80/10/10 as ddpx makes it (113 held-out molecules)" in (
+        whole.stdout
+    )
+    assert "50 epochs, seeds 0 1\n" in whole.stdout
+    assert (
+        "| Chemprop `chemprop train` (best epoch: lowest val loss, its default) | 0.8050 ± 0.0071 | 0.8000, 0.8100 | 0.6050 |"
+        in (whole.stdout)
+    )
+    assert "| ddpx `esol_dmpnn`, 1 rank, batch 64 (best epoch: lowest dev RMSE, its default) | 0.8250 ± 0.0071 |" in (
+        whole.stdout
+    )
+    assert "| 0 | chemprop_loss | 2.00 | 2.00 | 1.000 |\n| 1 | ddpx1 |" in whole.stdout  # --alternate: who ran first
+    # one seed a record (run at different times, each seed first in its own command): the same tables
+    assert apart.returncode == 0 and apart.stdout.split("\n", 1)[1] == whole.stdout.split("\n", 1)[1].replace(
+        "| 1 | ddpx1 |", "| 1 | chemprop_loss |"
+    )
+    twice = report(tmp_path / "a.json", tmp_path / "both.json")
+    assert twice.returncode == 1 and "a seed is in more than one record" in twice.stderr
+
+
+def test_a_parity_record_goes_on_with_its_own_settings_and_refuses_others(tmp_path):
+    import json
+    from argparse import Namespace
+
+    from benchmarks.vs_chemprop.parity_record import going_on, has_result, new_record
+
+    path = made_record(tmp_path, [0, 1], "r.json")
+    held = json.loads(path.read_text())
+    args = Namespace(
+        set="esol", epochs=50, seeds=[0, 1], runs=["chemprop_loss", "ddpx1"], alternate=True, lockstep=False
+    )
+    again = going_on({**new_record(args, "ESOL.csv", 113), "date": held["date"]}, path)
+    assert (
+        again == held
+        and has_result(again, "ddpx1", 1)
+        and not has_result(new_record(args, "ESOL.csv", 113), "ddpx1", 1)
+    )
+    with pytest.raises(SystemExit, match="a record of other epochs, seeds"):
+        going_on(new_record(Namespace(**{**vars(args), "epochs": 30, "seeds": [0]}), "ESOL.csv", 113), path)

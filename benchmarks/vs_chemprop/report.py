@@ -3,14 +3,10 @@ and, for two runs, the pairs seed by seed."""
 
 from __future__ import annotations
 
-import argparse
-import os
-import platform
 import statistics
-from datetime import date
 
-from benchmarks.common.provenance import commit
 from benchmarks.vs_chemprop.clocked_chemprop import PHASES
+from benchmarks.vs_chemprop.parity_record import measured_line
 
 LABELS = {  # the runs --runs can name, as the tables label them ({metric}: ROC-AUC or RMSE; {best}: highest or lowest)
     "chemprop_loss": "Chemprop `chemprop train` (best epoch: lowest val loss, its default)",
@@ -52,11 +48,10 @@ def run_order(runs: list[str], turn: int, alternate: bool) -> list[str]:
     return runs[::-1] if alternate and turn % 2 else runs
 
 
-def pairs_table(
-    runs: list[str], seeds: list[int], results: dict[str, list[dict]], alternate: bool, lockstep: bool = False
-) -> list[str]:
-    """Seed by seed, the second run's training epoch against the first's (two runs only): with
-    ``--alternate`` half the pairs ran in each order, so drift within a pair cannot favour one side."""
+def pairs_table(runs: list[str], seeds: list[int], results: dict[str, list[dict]], lockstep: bool = False) -> list[str]:
+    """Seed by seed, the second run's training epoch against the first's (two runs only), and which ran
+    first (each result's ``position`` in its seed's order): with ``--alternate`` half the pairs ran in
+    each order, so drift within a pair cannot favour one side."""
     first, second = runs
     lines = [
         f"| seed | ran first | {first}, s/epoch training | {second} | {second} / {first} |",
@@ -66,7 +61,8 @@ def pairs_table(
     for turn, seed in enumerate(seeds):
         a, b = results[first][turn]["epoch_s"], results[second][turn]["epoch_s"]
         ratios.append(b / a)
-        lines.append(f"| {seed} | {run_order(runs, turn, alternate)[0]} | {a:.2f} | {b:.2f} | {b / a:.3f} |")
+        ran_first = min(runs, key=lambda run: results[run][turn]["position"])
+        lines.append(f"| {seed} | {ran_first} | {a:.2f} | {b:.2f} | {b / a:.3f} |")
     lines.append(
         f"\nmedian {second} / {first}: {statistics.median(ratios):.3f} over {len(ratios)} pairs "
         f"({min(ratios):.3f}–{max(ratios):.3f})"
@@ -85,17 +81,13 @@ def pairs_table(
     return lines
 
 
-def print_tables(
-    args: argparse.Namespace, labels: dict[str, str], results: dict[str, list[dict]], heldout: int, data: str
-) -> None:
-    """The header naming the machine, commit and settings, then the tables (``heldout``: the number
-    of held-out molecules; ``data``: the file, as the header names it)."""
+def print_tables(record: dict, labels: dict[str, str]) -> None:
+    """The header naming the machine, commit and settings, then the tables, from a record
+    (``parity_record.py``) of the seeds every run of it has ended."""
+    record = complete_seeds(record)
+    runs, results = record["runs"], record["results"]
     regression = "mae" in next(iter(results.values()))[0]
-    print(
-        f"{date.today()}: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "
-        f"commit {commit()}; {args.set} ({data}), MoleculeNet's scaffold split 80/10/10 as ddpx makes it "
-        f"({heldout} held-out molecules), {args.epochs} epochs, seeds {' '.join(map(str, args.seeds))}\n"
-    )
+    print(measured_line(record) + "\n")
     metric = "RMSE" if regression else "ROC-AUC"
     mae = " held-out MAE (mean) |" if regression else ""
     print(
@@ -103,13 +95,26 @@ def print_tables(
         "s/run | s, all seeds |"
     )
     print("| --- | --- | --- |" + " --- |" * (4 + regression))
-    for run in args.runs:
+    for run in runs:
         print(summary_row(labels[run], results[run]))
     print("\nWhere a training epoch goes (s, means over epochs and seeds):\n")
     print("| run | waiting for batches | forward and loss | backward | optimizer step | the rest | training epoch |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
-    for run in args.runs:
+    for run in runs:
         print(phases_row(labels[run], results[run]))
-    if len(args.runs) == 2:
+    if len(runs) == 2:
         print("\nPairs, seed by seed:\n")
-        print("\n".join(pairs_table(args.runs, args.seeds, results, args.alternate, args.lockstep)))
+        print("\n".join(pairs_table(runs, record["seeds"], results, record["lockstep"])))
+
+
+def complete_seeds(record: dict) -> dict:
+    """The record with only the seeds every run has ended, each run's results in the record's order of seeds."""
+    results = record["results"]
+    seeds = [s for s in record["seeds"] if all(any(r["seed"] == s for r in results[run]) for run in record["runs"])]
+    if not seeds:
+        raise SystemExit("the record holds no seed whose every run has ended")
+    ordered = {
+        run: sorted((r for r in results[run] if r["seed"] in seeds), key=lambda r: seeds.index(r["seed"]))
+        for run in record["runs"]
+    }
+    return {**record, "seeds": seeds, "results": ordered}

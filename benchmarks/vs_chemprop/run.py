@@ -64,8 +64,13 @@ default runs are ``chemprop_loss ddpx1 ddpx2`` (``chemprop_rmse`` selects by val
 ``small_set.py``, written to the run's folder (``--small-out`` keeps a copy); the table names the
 drawn file's md5.
 
+``--record FILE`` writes every run's numbers as the run ends (``parity_record.py``), and ``--report
+FILE ...`` prints the tables again from records alone, several records of one set and settings
+(a seed each) as one table: a table in the docs regenerates from the committed record, and the
+same command with the same ``--record`` goes on where it stopped, each (run, seed) it holds kept.
+
 Beside this script: ``chemprop_inputs.py`` writes Chemprop's inputs from ddpx's split,
-``small_set.py`` draws the small set, ``clocked_chemprop.py`` is Chemprop with the clock, ``launches.py`` starts and reads the runs
+``small_set.py`` draws the small set, ``clocked_chemprop.py`` is Chemprop with the clock, ``launches.py`` starts and reads the runs, ``parity_record.py`` keeps them
 (alone, or in lockstep through ``lockstep.py``), ``report.py`` prints the tables.
 """
 
@@ -82,6 +87,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run by path: `be
 
 from benchmarks.vs_chemprop.chemprop_inputs import write_chemprop_inputs
 from benchmarks.vs_chemprop.launches import Launch, run_alone, run_chemprop, run_ddpx, run_in_lockstep
+from benchmarks.vs_chemprop.parity_record import (
+    add_record_options,
+    add_result,
+    going_on,
+    has_result,
+    merged,
+    new_record,
+)
 from benchmarks.vs_chemprop.report import LABELS, print_tables, run_order
 from benchmarks.vs_chemprop.small_set import SMALL_SEED, SMALL_SIZE, draw_small_set, md5
 
@@ -115,7 +128,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--data",
         type=Path,
-        required=True,
         help="its CSV file (dataset.path); for lipophilicity_small, Lipophilicity.csv, the file it is drawn from",
     )
     parser.add_argument(
@@ -153,7 +165,16 @@ def parse_args() -> argparse.Namespace:
         help="trace this many optimizer steps of every run with torch.profiler (0: none)",
     )
     parser.add_argument("--profile-dir", type=Path, help="where each run's operator table goes (with --profile-steps)")
-    args = parser.parse_args()
+    add_record_options(parser)
+    return checked(parser, parser.parse_args())
+
+
+def checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
+    """The arguments, with the runs of the set's kind by default; a usage error where they do not go together."""
+    if args.report:  # the record says the set and settings
+        return args
+    if args.data is None:
+        parser.error("--data is required (but with --report)")
     regression = SETS[args.set].regression
     args.runs = args.runs or DEFAULT_RUNS[regression]
     if ("chemprop_rmse" if not regression else "chemprop_roc") in args.runs:
@@ -212,37 +233,50 @@ def input_file(args: argparse.Namespace, folder: Path) -> tuple[Path, str]:
     return data, f"{SMALL_SIZE} molecules drawn from {args.data.name} with seed {SMALL_SEED}, md5 {md5(data)}"
 
 
-def measure(args: argparse.Namespace) -> tuple[dict[str, list[dict]], int, str]:
-    """Every seed's runs, one after the other or in lockstep: each run's results, seed by seed, the
-    number of held-out molecules and the data file's name."""
+def measure(args: argparse.Namespace) -> dict:
+    """Every seed's runs, one after the other or in lockstep, into a record (``parity_record.py``;
+    written after each run with ``--record``, and gone on with where it holds runs already)."""
     bench = SETS[args.set]
-    results: dict[str, list[dict]] = {run: [] for run in args.runs}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         data, named = input_file(args, folder)
         inputs = write_chemprop_inputs(bench.recipe, data, bench.overrides, folder)
         train_size = len(json.loads((folder / "splits.json").read_text())[0]["train"])
+        record = going_on(new_record(args, named, len(inputs[1])), args.record)
         for turn, seed in enumerate(args.seeds):
+            planned = run_order(args.runs, turn, args.alternate)
+            order = [run for run in planned if not has_result(record, run, seed)]
+            if len(order) < len(args.runs):
+                print(f"seed {seed}: {len(args.runs) - len(order)} run(s) kept from {args.record}", file=sys.stderr)
             launches = {}
-            for run in run_order(args.runs, turn, args.alternate):
+            for run in order:
                 launches[run] = launch(run, seed, args, data, folder, inputs, train_size)
                 if not args.lockstep:  # one after the other: each builds its command as its turn comes
-                    results[run].append(run_alone(run, launches.pop(run)))
-                    print(f"seed {seed} {run}: {json.dumps(results[run][-1])}", file=sys.stderr, flush=True)
-            if args.lockstep:
+                    ended(
+                        record,
+                        run,
+                        seed,
+                        {**run_alone(run, launches.pop(run)), "position": planned.index(run)},
+                        args.record,
+                    )
+            if launches:  # --lockstep
                 for run, result in run_in_lockstep(launches, folder).items():
-                    results[run].append(result)
-                    print(f"seed {seed} {run}: {json.dumps(result)}", file=sys.stderr, flush=True)
-    return results, len(inputs[1]), named
+                    ended(record, run, seed, {**result, "position": planned.index(run)}, args.record)
+    return record
+
+
+def ended(record: dict, run: str, seed: int, result: dict, path: Path | None) -> None:
+    add_result(record, run, seed, result, path)
+    print(f"seed {seed} {run}: {json.dumps(result)}", file=sys.stderr, flush=True)
 
 
 def main() -> None:
     args = parse_args()
-    bench = SETS[args.set]
+    record = merged([json.loads(path.read_text(encoding="utf-8")) for path in args.report]) if args.report else None
+    bench = SETS[record["set"] if record else args.set]
     metric, best = ("RMSE", "lowest") if bench.regression else ("ROC-AUC", "highest")
     labels = {run: label.format(recipe=bench.recipe, metric=metric, best=best) for run, label in LABELS.items()}
-    results, heldout, named = measure(args)
-    print_tables(args, labels, results, heldout, named)
+    print_tables(record or measure(args), labels)
 
 
 if __name__ == "__main__":

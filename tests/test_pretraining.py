@@ -23,6 +23,7 @@ from smiles_files import write_regression_csv
 from ddpx.plugins.smiles.descriptors import NAMES, compute_descriptors
 from ddpx.plugins.smiles.encoder_source import digest, pretrained_encoder
 from ddpx.plugins.smiles.pretraining_data import random_rows
+from ddpx.records.model_export import weights_sha256
 
 TINY = ["model.hidden_size=24", "model.depth=2", "model.ffn_hidden_size=16"]
 ENCODER = {"hidden_size": 24, "depth": 2, "atom_messages": False, "message_bias": False, "undirected": False}
@@ -88,6 +89,8 @@ def test_pretraining_on_moses_shaped_data_then_fine_tuning_from_its_mlflow_model
     run_id = json.loads((run_dir / "tracking.json").read_text())["run_id"]
     (logged,) = client.search_logged_models(experiment_ids=[client.get_run(run_id).info.experiment_id])
     pretrained = torch.load(run_dir / "model" / "state_dict.pt", weights_only=True)
+    spec = json.loads((run_dir / "model" / "model.json").read_text())  # the weights' digest, to compare a remake by
+    assert spec["weights_sha256"] == {"state_dict.pt": weights_sha256(pretrained)}
     start = {k[len("message_passing.") :]: v for k, v in pretrained.items() if k.startswith("message_passing.")}
     folder = pretrained_encoder({**ENCODER, "encoder_from": str(run_dir)}, None)  # the run folder reads the same
     assert all(torch.equal(folder.weights[k], v) for k, v in start.items()) and folder.weights.keys() == start.keys()

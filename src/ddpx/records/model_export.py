@@ -6,7 +6,9 @@ Rank 0 writes ``<run dir>/model/`` at the end of a run and the tracker stores it
 - ``state_dict.pt``: the best epoch's weights, a plain state dict (``torch.load(...,
   weights_only=True)`` reads it);
 - ``model.json``: the task, the ``model.*`` recipe keys and the task's ``info`` (the SMILES
-  vocabulary, the image size and classes, ...), which the model builder needs;
+  vocabulary, the image size and classes, ...), which the model builder needs, and the SHA-256 of
+  each weights file's tensors (``weights_sha256``, :func:`weights_sha256`), by which a run made
+  again is compared with the first, weight for weight;
 - ``calibration.json`` and ``conformal_scores.npz``: the calibrator and the conformal scores fitted
   on the dev split (:mod:`ddpx.records.calibration`), which :func:`load_table_predictor` applies.
 
@@ -26,6 +28,7 @@ squared, z-scaled by its calibrator), and its ``calibration.json`` reads it so.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -58,6 +61,7 @@ def write_model_files(
     ensemble = not isinstance(state_dict, Mapping)
     names = [member_file(i) for i in range(len(members))] if ensemble else [STATE_FILE]
     spec = {"format": FORMAT, "task": config["task"], "model": dict(config["model"]), "task_info": dict(info)}
+    spec["weights_sha256"] = {name: weights_sha256(weights) for name, weights in zip(names, members)}
     if ensemble:
         spec["ensemble"] = {"members": names, "loss": loss}
     try:
@@ -75,6 +79,17 @@ def write_model_files(
     with removed_if_failed(spec_path):
         spec_path.write_text(text, encoding="utf-8")
     return [*paths, spec_path]
+
+
+def weights_sha256(weights: Mapping[str, torch.Tensor]) -> str:
+    """The SHA-256 of a state dict's tensors: for each, in name order, ``"<name>:<shape>:<dtype>\\n"``
+    (the shape as a Python tuple) and then its bytes as stored. Equal for equal weights on any machine."""
+    hashed = hashlib.sha256()
+    for name in sorted(weights):
+        tensor = weights[name].detach().cpu().contiguous()
+        hashed.update(f"{name}:{tuple(tensor.shape)}:{tensor.dtype}\n".encode())
+        hashed.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())  # any dtype: bfloat16 too
+    return hashed.hexdigest()
 
 
 def member_file(index: int) -> str:

@@ -59,6 +59,7 @@ def run_rank(job_file: str) -> None:
     try:
         _run(job)
     except Preempted as exc:
+        _ending()
         if rank == 0:
             try:
                 job.run_dir.stopped_file.write_text(json.dumps({"reason": str(exc)}), encoding="utf-8")
@@ -67,8 +68,16 @@ def run_rank(job_file: str) -> None:
                 raise SystemExit(1) from None
         raise SystemExit(Preempted.exit_code) from None
     except BaseException as exc:
+        _ending()
         record_failure(job.run_dir, rank, disk_full_failure(exc, job) or exc)
         raise SystemExit(130 if isinstance(exc, KeyboardInterrupt) else 1) from None
+
+
+def _ending() -> None:
+    """The rank is ending: a stop repeated while it records why (a launcher's second SIGTERM to a slow
+    rank) must not break off that record with a second traceback."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def disk_full_failure(exc: BaseException, job: Job) -> Exception | None:

@@ -92,3 +92,29 @@ def test_a_torchrun_restart_finds_the_checkpoint_an_earlier_rank_0_wrote_elsewhe
     assert resume_source(this_machine) == tmp_path / "there" / "last.pt"
     monkeypatch.delenv("TORCHELASTIC_RUN_ID")  # not torchrun: a new job never continues another's
     assert resume_source(this_machine) is None
+
+
+def test_weights_sha256_hashes_names_shapes_dtypes_and_bytes_in_name_order():
+    import hashlib
+
+    from ddpx.api import weights_sha256
+
+    weights = {"b": torch.arange(6, dtype=torch.float32).reshape(2, 3), "a": torch.tensor([1.5], dtype=torch.bfloat16)}
+    expected = hashlib.sha256(
+        b"a:(1,):torch.bfloat16\n"
+        + bytes([0xC0, 0x3F])  # 1.5 in bfloat16, little-endian
+        + b"b:(2, 3):torch.float32\n"
+        + torch.arange(6, dtype=torch.float32).numpy().tobytes()
+    ).hexdigest()
+    assert weights_sha256(weights) == weights_sha256(dict(reversed(weights.items()))) == expected
+    assert weights_sha256({**weights, "b": weights["b"].double()}) != expected  # the dtype counts
+    assert weights_sha256({**weights, "b": weights["b"].reshape(3, 2)}) != expected  # the shape counts
+
+
+def test_the_encoder_lineage_digest_is_the_weights_sha256_prefix():
+    pytest.importorskip("chemprop")
+    from ddpx.api import weights_sha256
+    from ddpx.plugins.smiles.encoder_source import digest
+
+    weights = torch.nn.Linear(4, 3).state_dict()
+    assert digest(weights) == weights_sha256(weights)[:16] and len(digest(weights)) == 16

@@ -56,7 +56,9 @@ Importing it is cheap: neither torch nor mlflow is imported.
 - :func:`load_checkpoint` reads a ddpx checkpoint safely (tensors and plain values only);
   :func:`model_state_from` takes the model weights out of it (or out of a plain state dict);
   :func:`load_model` rebuilds a run's exported best model (its ``model/`` folder);
-  :func:`load_table_predictor` turns it into a function from an input table to an output table.
+  :func:`load_table_predictor` turns it into a function from an input table to an output table;
+  :func:`weights_sha256` is the digest of a state dict a run's ``model.json`` records, by which
+  weights made again are compared with the first.
 
 **Commands** (``register_commands``)
 
@@ -151,6 +153,14 @@ def load_table_predictor(folder: str | Path) -> Any:
     return _load_table_predictor(folder)
 
 
+def weights_sha256(weights: Any) -> str:
+    """The SHA-256 of a state dict's tensors (names, shapes, dtypes and values, in name order), as a
+    run's ``model.json`` records it: equal for equal weights on any machine. Imports torch."""
+    from ddpx.records.model_export import weights_sha256 as _weights_sha256
+
+    return _weights_sha256(weights)
+
+
 __all__ = [
     "DATA_DIR_ENV",
     "WORKER_MODULE",
@@ -197,4 +207,5 @@ __all__ = [
     "run_supervised",
     "signals_held",
     "threads_per_rank",
+    "weights_sha256",
 ]

@@ -12,13 +12,12 @@ another size or depth — is a :class:`UserError` naming the fix, raised before 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ddpx.api import PretrainedEncoder, UserError
+from ddpx.api import PretrainedEncoder, UserError, weights_sha256
 
 ARCHITECTURE = ("hidden_size", "depth", "atom_messages", "message_bias", "undirected", "activation")
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -137,13 +136,9 @@ def _check_shapes(found, params: Mapping[str, Any], source: str) -> None:
 
 
 def digest(weights: Mapping[str, Any]) -> str:
-    """A SHA-256 of the encoder's weights (names, shapes and values), to say which weights a run started from."""
-    hashed = hashlib.sha256()
-    for key in sorted(weights):
-        tensor = weights[key].detach().cpu().contiguous()
-        hashed.update(f"{key}:{tuple(tensor.shape)}:{tensor.dtype}\n".encode())
-        hashed.update(tensor.numpy().tobytes())
-    return hashed.hexdigest()[:16]
+    """The first 16 hex digits of the encoder weights' :func:`~ddpx.api.weights_sha256`, to say
+    which weights a run started from."""
+    return weights_sha256(weights)[:16]
 
 
 def pretrained_encoder(params: Mapping[str, Any], tracking_uri: str | None) -> PretrainedEncoder | None:

@@ -192,6 +192,9 @@ def test_a_hanging_rank_is_reported_and_ends_the_job_within_the_timeout(run_ddpx
     assert re.search(r"rank 1 \(pid \d+ on .+\): the plugins' ddpx_fit_start hooks, for \d+ s", error), error
     assert "rank 0 (pid" in error and "training epoch 1, step 1 (its batch, forward, and backward" in error
     assert "Traceback" not in error
+    # the peer's timeout is named as such, with the fix: more --timeout, or stop on request and resume
+    assert "A collective waited longer than the job's --timeout (6 s)" in result.stderr
+    assert "--timeout SECONDS" in result.stderr and "SIGUSR1" in result.stderr and "--resume auto" in result.stderr
 
 
 def free_port() -> int:

@@ -45,6 +45,28 @@ _ECHO = re.compile(
 )
 
 
+_COLLECTIVE_TIMEOUT = re.compile(
+    r"Timed out waiting \d+ ?ms|Watchdog caught collective operation timeout|DistBackendError.*timed? ?out",
+    re.IGNORECASE,
+)
+TIMEOUT_HINT = (
+    "A collective waited longer than the job's --timeout ({timeout}): one rank stood still while the others "
+    "waited for it — paused (Ctrl-Z, SIGSTOP), starved of CPU, or far slower at a step than its peers. Give "
+    "the job more time with --timeout SECONDS; to pause a job, stop it on request instead (SIGUSR1 to the "
+    "ddpx process checkpoints at a step) and start it again with --resume auto."
+)
+
+
+def timeout_hint(run_dir: RunDir) -> str:
+    """:data:`TIMEOUT_HINT` with the job's own timeout, read from its ``job.json``."""
+    try:
+        seconds = json.loads(run_dir.job_file.read_text(encoding="utf-8"))["launch"]["timeout_s"]
+        timeout = f"{float(seconds):g} s"
+    except (OSError, ValueError, KeyError, TypeError):
+        timeout = "1800 s unless given"
+    return TIMEOUT_HINT.format(timeout=timeout)
+
+
 def _cause_order(record: dict) -> tuple:
     echo = bool(_ECHO.search(record.get("message", "")))
     return (not record["user_error"], echo, record["time"], record["rank"])
@@ -71,7 +93,10 @@ def job_failure(run_dir: RunDir, exit_code: int, fallback: str) -> JobFailed:
         return JobFailed(first["message"], 1)
     others = sorted({r["rank"] for r in records} - {first["rank"]})
     also = f" (then rank(s) {', '.join(map(str, others))})" if others else ""
-    return JobFailed(f"the job failed on rank {first['rank']}{also}; its error:\n{first['traceback'].rstrip()}", 1)
+    message = f"the job failed on rank {first['rank']}{also}; its error:\n{first['traceback'].rstrip()}"
+    if _COLLECTIVE_TIMEOUT.search(first["message"]):
+        message += "\n" + timeout_hint(run_dir)
+    return JobFailed(message, 1)
 
 
 def clear_failures(run_dir: RunDir) -> None:

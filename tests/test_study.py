@@ -334,6 +334,12 @@ def test_a_study_keeps_the_sets_an_export_of_the_same_file_chose_and_names_their
     again = write_records(records, tmp_path / "new.json")  # kept again: the code of its runs stays named
     assert read_kept_sets(again, spec)["a"]["kept_from"] == origin
 
+    malformed = tmp_path / "malformed.json"
+    for broken in ({**read_records(earlier), "study": None}, {**read_records(earlier), "sets": ["a"]}):
+        malformed.write_text(json.dumps(broken))
+        with pytest.raises(UserError, match=re.escape("its 'study' or 'sets' entries are not what")):
+            read_kept_sets(malformed, spec)
+
     (tmp_path / "s.toml").write_text("# edited\n" + spec.text)
     for path, said in [
         (earlier, "is an export of another study file"),
@@ -342,6 +348,24 @@ def test_a_study_keeps_the_sets_an_export_of_the_same_file_chose_and_names_their
     ]:
         with pytest.raises(UserError, match=re.escape(said)):
             read_kept_sets(path, read_study(tmp_path / "s.toml"))
+
+
+def test_what_a_study_kept_or_chose_stands_and_a_later_export_adds_only_other_sets(tmp_path):
+    from ddpx.contract.launch_settings import LaunchSettings
+    from ddpx.launch.study import plan_study
+    from ddpx.plugin_host.registry import load_registry
+    from ddpx.records.study_kept import merged_kept
+
+    earlier, export = {"a": {"chosen": "x"}}, {"a": {"chosen": "y"}, "b": {"chosen": "z"}, "c": {"chosen": "w"}}
+    assert merged_kept(earlier, export, chosen_here={"b": "v"}) == {"a": {"chosen": "x"}, "c": {"chosen": "w"}}
+    (tmp_path / "s.toml").write_text('seeds = [0]\n[sets.a]\ncandidates = ["r"]\n[sets.b]\ncandidates = ["q"]\n')
+    spec, settings = read_study(tmp_path / "s.toml"), LaunchSettings(runs_dir=str(tmp_path / "runs"))
+    first = plan_study(load_registry(), spec, settings, kept={"a": {"name": "a", "chosen": "r"}, "b": export["b"]})
+    first.folder.create(spec.text, {})
+    first.folder.keep_sets(first.kept)
+    second = plan_study(load_registry(), spec, settings, kept={"a": export["a"]})  # a later export: a stands
+    assert second.kept == first.kept and second.trials == []
+    assert plan_study(load_registry(), spec, settings).kept == first.kept  # without an export: what it kept
 
 
 def test_a_bad_key_in_any_run_is_an_error_before_anything_starts(ddpx_here, tmp_path):

@@ -100,6 +100,7 @@ def study_run_command(file, dry_run, parallel, choose_with_failures, from_record
         return
     slots = trial_slots(registry, study.trials[0].job, parallel)
     first = study.trials[0].job
+    again = f"ddpx study run {file}" + (f" --from-records {from_records}" if from_records is not None else "")
     going_on = sum(t.continues is not None for t in study.to_run)
     click.echo(
         f"ddpx: study {spec.name}: {len(study.trials)} run(s) in {len(spec.sets)} set(s), "
@@ -123,27 +124,27 @@ def study_run_command(file, dry_run, parallel, choose_with_failures, from_record
             chose=lambda recorded, sets: print_set_chosen(file, recorded, sets),
         )
     except StudyUnfinished as exc:
-        raise JobFailed(unfinished_message(exc.trials, file)) from None
+        raise JobFailed(unfinished_message(exc.trials, again)) from None
     except (JobFailed, KeyboardInterrupt) as exc:
         if isinstance(exc, JobFailed) and exc.exit_code != 130:
             raise
         raise JobFailed(
             f"the study was interrupted; every finished run is kept. The same command goes on where it stopped: "
-            f"ddpx study run {file}",
+            f"{again}",
             130,
         ) from None
     print_choice(recorded)
     print_table(study, recorded)
 
 
-def unfinished_message(trials, file) -> str:
+def unfinished_message(trials, again: str) -> str:
     named = "; ".join(f"{t.label} ({t.job.run_dir.path})" for t in trials[:5])
     more = f"; and {len(trials) - 5} more" if len(trials) > 5 else ""
     return (
         f"{len(trials)} run(s) of the study failed: {named}{more}. Their sets' choice waits until every "
         "declared run of the set has finished, because it is made once and kept: a run that failed once (a "
         "crash, a killed process, a full disk) must not leave its candidate out for good. Run the same command again "
-        f"to rerun only those (each folder's log says why it failed): ddpx study run {file}; or add "
+        f"to rerun only those (each folder's log says why it failed): {again}; or add "
         "--choose-with-failures to choose now among the candidates whose every seed finished."
     )
 

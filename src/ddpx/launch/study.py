@@ -35,6 +35,7 @@ from ddpx.launch.signals import signals_reach_the_ranks
 from ddpx.launch.sweep import PlannedTrials, Trial, check_waits, link_to_parent, run_trial
 from ddpx.plugin_host.registry import Registry
 from ddpx.records.guarded_tracker import GuardedTracker
+from ddpx.records.study_kept import merged_kept
 from ddpx.records.study_records import (
     RecordedChoice,
     RunRecord,
@@ -93,7 +94,8 @@ def plan_study(
     code = code_version()
     root = Path(settings.runs_dir or DEFAULT_ROOT).resolve() / "studies"
     study = Study(spec, StudyDir(root, spec.name, spec.digest, code["code_digest"]), code)
-    study.kept = study.folder.kept_sets() if kept is None else kept
+    earlier = study.folder.kept_sets()
+    study.kept = earlier if kept is None else merged_kept(earlier, kept, chosen_sets(study))
     finished, cut_off, digests = study.folder.finished(), study.folder.interrupted(), {}
     for study_set in (s for s in spec.sets if s.name not in study.kept):
         for candidate in study_set.candidates:
@@ -151,6 +153,8 @@ def open_parent(registry: Registry, study: Study, warn: Callable[[str], None]) -
     info = study_info(study)
     study.folder.create(study.spec.text, {k: str(v) for k, v in info.items()})
     study.folder.keep_sets(study.kept)
+    if study.kept:
+        study.folder.note(**{"study.kept_sets": ",".join(study.kept)})
     study.folder.start_runs(study.records())
     parent.start(
         run_name=f"study-{study.spec.name}-{time.strftime('%Y%m%d-%H%M%S')}",

@@ -7,7 +7,8 @@ runs only the sets it did not choose: a long study goes on, on another machine, 
 held its runs is gone. Only an export of the same study file (the same bytes: the file's digest)
 is accepted, so the sets, candidates, seeds and rule are the ones the kept sets were chosen under.
 A kept set names the code its runs were made with, which the table states when it is not the code
-of the rest.
+of the rest. What a study has kept or chosen stands: a later export adds only the sets it has neither
+kept nor chosen (:func:`merged_kept`), since a choice is made once and kept.
 """
 
 from __future__ import annotations
@@ -29,7 +30,12 @@ def read_kept_sets(path: Path, spec: Any) -> dict[str, dict[str, Any]]:
             f"'{path}' is not an export of format {FORMAT} (`ddpx study report {spec.path} --export FILE` "
             "writes one): export the study's records again with this version of ddpx, or leave out --from-records."
         )
-    study = records.get("study", {})
+    study, entries = records.get("study"), records["sets"]
+    if not isinstance(study, dict) or not all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in entries):
+        raise UserError(
+            f"'{path}' is not a study's exported records: its 'study' or 'sets' entries are not what "
+            f"`ddpx study report {spec.path} --export FILE` writes. Give the file --export wrote, unedited."
+        )
     if study.get("study.digest") != spec.digest:
         raise UserError(
             f"'{path}' is an export of another study file (sha256 {str(study.get('study.digest'))[:12]}; "
@@ -41,9 +47,15 @@ def read_kept_sets(path: Path, spec: Any) -> dict[str, dict[str, Any]]:
     declared = {s.name for s in spec.sets}
     return {
         entry["name"]: {**entry, KEPT_FROM: entry.get(KEPT_FROM, origin)}
-        for entry in records["sets"]
-        if entry.get("chosen") and entry.get("name") in declared
+        for entry in entries
+        if entry.get("chosen") and entry["name"] in declared
     }
+
+
+def merged_kept(earlier: dict[str, Any], export: dict[str, Any], chosen_here: dict[str, Any]) -> dict[str, Any]:
+    """The sets a study keeps when given an ``export``: those it kept ``earlier`` stand as they are, and the
+    export adds the sets neither kept nor ``chosen_here`` yet (a choice, once made, is kept)."""
+    return {**{name: entry for name, entry in export.items() if name not in chosen_here}, **earlier}
 
 
 def _read(path: Path, spec: Any) -> dict[str, Any]:

@@ -3,6 +3,7 @@ on dev and records the choice before any held-out value is read, and its table r
 the exported records alone."""
 
 import csv
+import hashlib
 import json
 import os
 import re
@@ -348,6 +349,26 @@ def test_a_study_keeps_the_sets_an_export_of_the_same_file_chose_and_names_their
     ]:
         with pytest.raises(UserError, match=re.escape(said)):
             read_kept_sets(path, read_study(tmp_path / "s.toml"))
+
+
+def test_a_set_is_kept_only_with_the_data_its_runs_read(tmp_path):
+    from ddpx.launch.study import set_choice
+    from ddpx.records.study_kept import read_kept_sets
+    from ddpx.records.study_report import export_records, write_records
+
+    (tmp_path / "d.csv").write_text("smiles,y\nCCO,1\n")
+    (tmp_path / "s.toml").write_text('seeds = [0]\nensembles = []\n[sets.a]\ndata = "d.csv"\ncandidates = ["r"]\n')
+    spec = read_study(tmp_path / "s.toml")
+    runs = [finished_run(tmp_path / "runs", "a", "r", 0, 0.8)]
+    folder = StudyDir(tmp_path / "studies", spec.name, spec.digest, "c" * 10)
+    folder.create(spec.text, {})
+    recorded = folder.record_choice({"a": set_choice(spec.sets[0], runs, spec.seeds)}, now=["a"])
+    export = write_records(export_records(spec, recorded, runs, {"study.digest": spec.digest}), tmp_path / "e.json")
+    assert read_records(export)["sets"][0]["data_sha256"] == hashlib.sha256(b"smiles,y\nCCO,1\n").hexdigest()[:16]
+    assert list(read_kept_sets(export, spec)) == ["a"]
+    (tmp_path / "d.csv").write_text("smiles,y\nCCO,0\n")  # the data changed since
+    with pytest.raises(UserError, match=re.escape("set 'a' of '") + ".*" + re.escape("was chosen on other data")):
+        read_kept_sets(export, spec)
 
 
 def test_what_a_study_kept_or_chose_stands_and_a_later_export_adds_only_other_sets(tmp_path):

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ddpx.contract.errors import UserError
-from ddpx.records.study_report import FORMAT, KEPT_FROM
+from ddpx.records.study_records import data_digest
+from ddpx.records.study_report import DATA_SHA256, FORMAT, KEPT_FROM
 
 
 def read_kept_sets(path: Path, spec: Any) -> dict[str, dict[str, Any]]:
@@ -44,12 +45,27 @@ def read_kept_sets(path: Path, spec: Any) -> dict[str, dict[str, Any]]:
             "restore the file the export was made from, or leave out --from-records to run every set."
         )
     origin = {"records": path.name, **{k: study[k] for k in ("code.commit", "code.code_digest") if k in study}}
-    declared = {s.name for s in spec.sets}
-    return {
+    declared = {s.name: s for s in spec.sets}
+    kept = {
         entry["name"]: {**entry, KEPT_FROM: entry.get(KEPT_FROM, origin)}
         for entry in entries
         if entry.get("chosen") and entry["name"] in declared
     }
+    for name, entry in kept.items():
+        _check_data(path, declared[name], entry)
+    return kept
+
+
+def _check_data(path: Path, study_set: Any, entry: dict[str, Any]) -> None:
+    """A kept set's data must be the data its runs read, where the export recorded it (an export made
+    before exports held ``data_sha256`` keeps its sets unchecked)."""
+    recorded = entry.get(DATA_SHA256)
+    if recorded and data_digest(study_set.data) != recorded:
+        raise UserError(
+            f"set '{study_set.name}' of '{path}' was chosen on other data than {study_set.data or 'its recipe'} "
+            f"holds now (sha256 {recorded[:12]} there): a set is kept only with the data its runs read. "
+            "Restore that file, or leave out --from-records to run every set on the data as it is."
+        )
 
 
 def merged_kept(earlier: dict[str, Any], export: dict[str, Any], chosen_here: dict[str, Any]) -> dict[str, Any]:

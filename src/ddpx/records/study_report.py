@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from ddpx.records.study_ensembles import set_ensembles
-from ddpx.records.study_records import RecordedChoice, RunRecord
+from ddpx.records.study_records import RecordedChoice, RunRecord, data_digest
 
 FORMAT = 2  # 2: each set's ensembles (and a set's "baseline", only where it has one)
 ENSEMBLE_COLUMNS = {"seeds": "its seeds together", "families": "families together, mean ± sd (seeds)"}
+DATA_SHA256 = "data_sha256"  # the set's data file (or folder) when exported, which --from-records checks
 KEPT_FROM = "kept_from"  # a set kept from an earlier export: that export, and the code its runs were made with
 BASELINE_COLUMNS = (
     " baseline | baseline held-out mean ± sd (seeds) | chosen − baseline, seed by seed: difference [95 % interval]"
@@ -85,6 +86,7 @@ def _set_records(spec: Any, study_set: Any, recorded: RecordedChoice, in_set: li
         "chosen": chosen,
         "evidence": choice.get("evidence", {}),
         "published": study_set.published,
+        **({DATA_SHA256: digest} if (digest := data_digest(study_set.data)) else {}),
         "ensembles": ensembles,
         **({"baseline": choice["baseline"]} if choice.get("baseline") else {}),
         "runs": [

@@ -147,3 +147,19 @@ def test_a_pretraining_mistake_is_an_error_before_launch(case, ddpx_here, tmp_pa
     assert result.returncode == 2 and message.startswith("Error: ") and "\n" not in message, result.output
     assert said in message and fix in message, message
     assert not (tmp_path / "ddpx-runs").exists() and not (tmp_path / "mlflow.db").exists()
+
+
+def test_the_encoder_made_again_on_another_machine_is_its_record_to_every_digit():
+    """The claim of docs/pretraining.md, from the two committed records: the MOSES encoder made on the
+    machine of 2026-11-28 and again on its replacement (its second epoch from the first's checkpoint)."""
+    scale = Path(__file__).resolve().parent.parent / "benchmarks" / "scale"
+    first, again = (
+        json.loads((scale / f"pretrain-moses-cpu-{day}.json").read_text()) for day in ("2026-11-28", "2026-11-29")
+    )
+    assert first["code"] == again["code"] and first["prepare"]["split"] == again["prepare"]["split"]
+    compared = ("epoch", "train_loss", "dev_r2", "dev_loss", "lr")
+    assert [{k: e[k] for k in compared} for e in first["epochs"]] == [
+        {k: e[k] for k in compared} for e in again["epochs"]
+    ]
+    assert {k: first["heldout"][k] for k in first["heldout"]} == {k: again["heldout"][k] for k in first["heldout"]}
+    assert first["weights"]["sha256"] == again["weights"]["sha256"] and len(again["weights"]["weights_sha256"]) == 64

@@ -531,7 +531,7 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
     kept["sets"][0] = {**easy, "chosen": None, "pending": "not chosen yet", "runs": []}
     (elsewhere / "kept.json").write_text(json.dumps(kept))
     status, out, err = run_study(elsewhere, tracking_uri, experiment, None, "--from-records", "kept.json")
-    assert status == 0 and "0 finished earlier, 2 to run" in out, err
+    assert status == 0 and "2 run(s) in 1 set(s) (1 kept), 0 finished earlier, 2 to run" in out, err
     assert (
         "ddpx: set hard: kept from kept.json (chose narrow; its 4 runs made by code 000000000000), not run again" in out
     )

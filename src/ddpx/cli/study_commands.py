@@ -103,7 +103,8 @@ def study_run_command(file, dry_run, parallel, choose_with_failures, from_record
     again = f"ddpx study run {file}" + (f" --from-records {from_records}" if from_records is not None else "")
     going_on = sum(t.continues is not None for t in study.to_run)
     click.echo(
-        f"ddpx: study {spec.name}: {len(study.trials)} run(s) in {len(spec.sets)} set(s), "
+        f"ddpx: study {spec.name}: {len(study.trials)} run(s) in {len(spec.sets) - len(study.kept)} set(s)"
+        f"{f' ({len(study.kept)} kept)' if study.kept else ''}, "
         f"{len(study.trials) - len(study.to_run)} finished earlier, {len(study.to_run)} to run"
         f"{f' ({going_on} from where they were cut off)' if going_on else ''} on "
         f"{first.world_size} rank(s) each{at_once(slots)}; records in {study.folder.path}"

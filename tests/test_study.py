@@ -536,6 +536,9 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
         "ddpx: set hard: kept from kept.json (chose narrow; its 4 runs made by code 000000000000), not run again" in out
     )
     assert "set easy: chose wide" in out and "set hard: chose" not in out
+    parents = client.search_runs([parent.info.experiment_id], "tags.`ddpx.study` = 'parent'")
+    [there] = [r for r in parents if r.data.tags["ddpx.study.folder"].startswith(str(elsewhere))]
+    assert there.data.tags["ddpx.study.kept_sets"] == "hard" and there.data.params["study.kept_sets"] == "hard"
     carried = study_report_records(elsewhere / "s.toml", str(elsewhere / "ddpx-runs"))
     assert carried["sets"][1] == {
         **hard,

@@ -162,6 +162,8 @@ def open_parent(registry: Registry, study: Study, warn: Callable[[str], None]) -
         tags={"ddpx.study": "parent", "ddpx.study.name": study.spec.name, "ddpx.study.folder": str(study.folder.path)},
         resume_run_id=study.folder.info().get("parent_run_id"),
     )
+    if study.kept:  # a tag, which a resumed parent run takes too (its params were logged when it began)
+        parent.set_tags({"ddpx.study.kept_sets": ",".join(study.kept)})
     study.parent_run_id = parent.run_id
     study.folder.note(parent_run_id=parent.run_id)
     parent.log_artifact(study.folder.path / "study.toml", "study")

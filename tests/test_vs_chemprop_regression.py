@@ -2,6 +2,7 @@
 (the same molecules on every draw, in file order) and the held-out RMSE and MAE both sides are
 scored with."""
 
+import json
 import math
 import subprocess
 import sys
@@ -93,6 +94,10 @@ def test_a_parity_record_prints_its_tables_again_and_records_of_one_seed_each_pr
         whole.stdout
     )
     assert "| 0 | chemprop_loss | 2.00 | 2.00 | 1.000 |\n| 1 | ddpx1 |" in whole.stdout  # --alternate: who ran first
+    # the issue's bar, per ddpx run: its mean against Chemprop's (0.825 against 0.805: +2.5 %)
+    assert "- ddpx `esol_dmpnn`, 1 rank, batch 64: 0.8250 against Chemprop's 0.8050, +2.5 % (within 5 %; 2 seeds)" in (
+        whole.stdout
+    )
     # one seed a record (run at different times, each seed first in its own command): the same tables
     assert apart.returncode == 0 and apart.stdout.split("\n", 1)[1] == whole.stdout.split("\n", 1)[1].replace(
         "| 1 | ddpx1 |", "| 1 | chemprop_loss |"
@@ -102,7 +107,6 @@ def test_a_parity_record_prints_its_tables_again_and_records_of_one_seed_each_pr
 
 
 def test_a_parity_record_goes_on_with_its_own_settings_and_refuses_others(tmp_path):
-    import json
     from argparse import Namespace
 
     from benchmarks.vs_chemprop.parity_record import going_on, has_result, new_record
@@ -120,3 +124,17 @@ def test_a_parity_record_goes_on_with_its_own_settings_and_refuses_others(tmp_pa
     )
     with pytest.raises(SystemExit, match="a record of other epochs, seeds"):
         going_on(new_record(Namespace(**{**vars(args), "epochs": 30, "seeds": [0]}), "ESOL.csv", 113), path)
+
+
+def test_every_committed_parity_record_stands_in_the_results_page():
+    """docs/results.md holds ``run.py --report`` of each committed parity record, whole, under a line naming it."""
+    from benchmarks.vs_chemprop.run import report_of
+
+    page = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    records = sorted((ROOT / "benchmarks" / "vs_chemprop").glob("parity-*.json"))
+    assert records, "no parity record committed"
+    for path in records:
+        marker = f"<!-- run.py --report benchmarks/vs_chemprop/{path.name} -->\n"
+        assert marker in page, f"{path.name}: no report of it in docs/results.md"
+        held = page.split(marker)[1].split("\n<!-- end of the report -->")[0]
+        assert held == report_of(json.loads(path.read_text(encoding="utf-8"))), path.name

@@ -95,7 +95,7 @@ from benchmarks.vs_chemprop.parity_record import (
     merged,
     new_record,
 )
-from benchmarks.vs_chemprop.report import LABELS, print_tables, run_order
+from benchmarks.vs_chemprop.report import LABELS, format_tables, run_order
 from benchmarks.vs_chemprop.small_set import SMALL_SEED, SMALL_SIZE, draw_small_set, md5
 
 
@@ -270,13 +270,20 @@ def ended(record: dict, run: str, seed: int, result: dict, path: Path | None) ->
     print(f"seed {seed} {run}: {json.dumps(result)}", file=sys.stderr, flush=True)
 
 
-def main() -> None:
-    args = parse_args()
-    record = merged([json.loads(path.read_text(encoding="utf-8")) for path in args.report]) if args.report else None
-    bench = SETS[record["set"] if record else args.set]
+def report_of(record: dict) -> str:
+    """The tables of a record (``parity_record.py``), its runs labelled with its set's recipe and metric."""
+    bench = SETS[record["set"]]
     metric, best = ("RMSE", "lowest") if bench.regression else ("ROC-AUC", "highest")
     labels = {run: label.format(recipe=bench.recipe, metric=metric, best=best) for run, label in LABELS.items()}
-    print_tables(record or measure(args), labels)
+    return format_tables(record, labels)
+
+
+def main() -> None:
+    args = parse_args()
+    if args.report:
+        print(report_of(merged([json.loads(path.read_text(encoding="utf-8")) for path in args.report])))
+    else:
+        print(report_of(measure(args)))
 
 
 if __name__ == "__main__":

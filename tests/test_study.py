@@ -20,7 +20,7 @@ from mlflow.tracking import MlflowClient
 from ddpx.cli.study_report import exported as study_report_records
 from ddpx.config.study_file import read_study
 from ddpx.contract.errors import UserError
-from ddpx.records.study_records import RunRecord, StudyDir, choose
+from ddpx.records.study_records import RecordedChoice, RunRecord, StudyDir, choose
 from ddpx.records.study_report import markdown, read_records, t_interval, verdict
 
 TINY = TEST_RECIPES / "tiny_mlp.toml"
@@ -310,7 +310,6 @@ def test_a_set_not_chosen_yet_is_reported_by_its_finished_runs_and_none_of_its_v
 def test_a_study_keeps_the_sets_an_export_of_the_same_file_chose_and_names_their_code(tmp_path):
     from ddpx.launch.study import set_choice
     from ddpx.records.study_kept import read_kept_sets
-    from ddpx.records.study_records import RecordedChoice
     from ddpx.records.study_report import export_records, write_records
 
     (tmp_path / "s.toml").write_text(
@@ -387,6 +386,53 @@ def test_what_a_study_kept_or_chose_stands_and_a_later_export_adds_only_other_se
     second = plan_study(load_registry(), spec, settings, kept={"a": export["a"]})  # a later export: a stands
     assert second.kept == first.kept and second.trials == []
     assert plan_study(load_registry(), spec, settings).kept == first.kept  # without an export: what it kept
+
+
+def test_a_kept_set_names_each_setting_its_candidates_resolve_to_otherwise_now(tmp_path):
+    """An export records each chosen set's candidates' resolved settings; a study keeping the set from it
+    names those whose value differs with its own code and files, in its records and in the table's note."""
+    from ddpx.contract.launch_settings import LaunchSettings
+    from ddpx.launch.study import plan_study, set_choice
+    from ddpx.plugin_host.registry import load_registry
+    from ddpx.records.study_kept import read_kept_sets
+    from ddpx.records.study_report import export_records, write_records
+
+    recipe = tmp_path / "tiny.toml"
+    recipe.write_text(TINY.read_text())
+    (tmp_path / "s.toml").write_text(
+        f'seeds = [0]\nensembles = []\n[sets.a]\noverrides = ["train.max_epochs=1"]\n'
+        f'candidates = [{{recipe = "{recipe}", name = "r"}}]\n'
+    )
+    spec, settings, registry = (
+        read_study(tmp_path / "s.toml"),
+        LaunchSettings(runs_dir=str(tmp_path / "runs")),
+        load_registry(),
+    )
+    planned = plan_study(registry, spec, settings)
+    ran = planned.recipes["a"]["r"]
+    assert (ran["train.lr"], ran["train.max_epochs"], ran["model.dim_hidden"]) == (0.1, 1, 64)
+    assert "dataset.path" not in ran and "train.seed" not in ran  # recorded apart: the data's digest, the seeds
+    runs = [finished_run(tmp_path / "made", "a", "r", 0, 0.8)]
+    planned.folder.create(spec.text, {})
+    recorded = planned.folder.record_choice({"a": set_choice(spec.sets[0], runs, spec.seeds)}, now=["a"])
+    old = {"study.digest": spec.digest, "code.code_digest": "e" * 64}
+    export = write_records(export_records(spec, recorded, runs, old, recipes=planned.recipes), tmp_path / "e.json")
+    assert read_records(export)["sets"][0]["recipes"] == {"r": ran}
+
+    elsewhere = LaunchSettings(runs_dir=str(tmp_path / "other"))  # another machine's study folder
+    assert "recipes_changed" not in plan_study(registry, spec, elsewhere, kept=read_kept_sets(export, spec)).kept["a"]
+    recipe.write_text(TINY.read_text().replace("lr = 0.1", "lr = 0.05").replace("dim_hidden = 64", "dim_hidden = 32"))
+    kept = plan_study(registry, spec, elsewhere, kept=read_kept_sets(export, spec)).kept
+    changed = ["r: model.dim_hidden 64 then, 32 now", "r: train.lr 0.1 then, 0.05 now"]
+    assert kept["a"]["recipes_changed"] == changed
+    now = {"study.digest": spec.digest, "code.code_digest": "e" * 64}  # the same code: only the recipe file changed
+    table = markdown(export_records(spec, RecordedChoice(planned.folder, {}), [], now, kept))
+    assert table.endswith(
+        f"1. a: kept from e.json, its recipes resolve otherwise with this code ({'; '.join(changed)}).\n"
+    )
+    recipe.unlink()
+    [gone] = plan_study(registry, spec, elsewhere, kept=read_kept_sets(export, spec)).kept["a"]["recipes_changed"]
+    assert gone.startswith("r: does not resolve now (")
 
 
 def test_a_bad_key_in_any_run_is_an_error_before_anything_starts(ddpx_here, tmp_path):
@@ -516,6 +562,9 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
     # as computed here from their predictions files alone
     easy, hard = json.loads(exported.read_text())["sets"]
     assert hard["baseline"] == "wide" and hard["chosen"] == "narrow" and "baseline" not in easy
+    # each chosen set records what its candidates ran with (the first seed's resolved recipe)
+    assert (hard["recipes"]["narrow"]["model.dim_hidden"], hard["recipes"]["wide"]["model.dim_hidden"]) == (16, 64)
+    assert easy["recipes"]["wide"]["dataset.class_sep"] == 1.5 and "train.seed" not in easy["recipes"]["wide"]
     assert set(easy["ensembles"]) == {"seeds"} and easy["ensembles"]["seeds"]["value"] is None
     assert "the runs' held-out samples differ" in hard["ensembles"]["seeds"]["reason"]
     assert "— (note 1) |" in report and "\n1. easy, its seeds together: the runs' held-out samples" in report

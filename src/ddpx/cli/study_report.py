@@ -67,16 +67,19 @@ def print_kept(study) -> None:
     for name, entry in study.kept.items():
         origin = entry.get("kept_from", {})
         code = (origin.get("code.commit") or origin.get("code.code_digest", ""))[:12]
+        changed = entry.get("recipes_changed", [])
+        beside = f"; its recipes resolve otherwise now: {'; '.join(changed[:3])}" if changed else ""
+        more = f" and {len(changed) - 3} more (the table's note names them)" if len(changed) > 3 else ""
         click.echo(
             f"ddpx: set {name}: kept from {origin.get('records', 'an earlier export')} (chose {entry['chosen']}; "
-            f"its {len(entry.get('runs', []))} runs made by code {code}), not run again"
+            f"its {len(entry.get('runs', []))} runs made by code {code}), not run again{beside}{more}"
         )
 
 
 def print_table(study, recorded) -> None:
     from ddpx.records.study_report import export_records, markdown
 
-    records = export_records(study.spec, recorded, study.records(), study.folder.info(), study.kept)
+    records = export_records(study.spec, recorded, study.records(), study.folder.info(), study.kept, study.recipes)
     click.echo("")
     click.echo(markdown(records), nl=False)
 
@@ -117,4 +120,4 @@ def exported(source: Path, runs_dir: str | None) -> dict:
     records = [RunRecord(**json.loads(line)) for line in lines if line.strip()]
     info = folder.info()
     recorded = RecordedChoice.read(folder) if (folder.path / "choice.json").is_file() else RecordedChoice(folder, {})
-    return export_records(spec, recorded, records, info, folder.kept_sets())
+    return export_records(spec, recorded, records, info, folder.kept_sets(), folder.recipes())

@@ -28,6 +28,7 @@ from ddpx.config.recipe import resolve_recipe
 from ddpx.config.study_file import StudySet, StudySpec
 from ddpx.contract.launch_settings import LaunchSettings
 from ddpx.contract.run_dir import DEFAULT_ROOT, RunDir
+from ddpx.launch.kept_recipes import with_changes
 from ddpx.launch.parallel_trials import Slot, run_side_by_side
 from ddpx.launch.plan import plan_job
 from ddpx.launch.run import new_run_dir
@@ -36,6 +37,7 @@ from ddpx.launch.sweep import PlannedTrials, Trial, check_waits, link_to_parent,
 from ddpx.plugin_host.registry import Registry
 from ddpx.records.guarded_tracker import GuardedTracker
 from ddpx.records.study_kept import merged_kept
+from ddpx.records.study_recipes import recipe_settings
 from ddpx.records.study_records import (
     RecordedChoice,
     RunRecord,
@@ -68,6 +70,7 @@ class Study:
     trials: list[StudyTrial] = field(default_factory=list)
     parent_run_id: str | None = None
     kept: dict[str, dict[str, Any]] = field(default_factory=dict)  # sets kept from an earlier export, by name
+    recipes: dict[str, dict[str, Any]] = field(default_factory=dict)  # set -> candidate -> its first seed's settings
 
     @property
     def to_run(self) -> list[StudyTrial]:
@@ -96,11 +99,14 @@ def plan_study(
     study = Study(spec, StudyDir(root, spec.name, spec.digest, code["code_digest"]), code)
     earlier = study.folder.kept_sets()
     study.kept = earlier if kept is None else merged_kept(earlier, kept, chosen_sets(study))
+    study.kept = {name: with_changes(registry, spec, name, entry) for name, entry in study.kept.items()}
     finished, cut_off, digests = study.folder.finished(), study.folder.interrupted(), {}
     for study_set in (s for s in spec.sets if s.name not in study.kept):
         for candidate in study_set.candidates:
             for seed in spec.seeds:
                 recipe = resolve_recipe(registry, candidate.recipe, study_set.overrides_of(candidate, seed))
+                if seed == spec.seeds[0]:
+                    study.recipes.setdefault(study_set.name, {})[candidate.name] = recipe_settings(recipe.config)
                 data = str(recipe.config["dataset"].get("path") or "")
                 if data not in digests:
                     digests[data] = data_digest(data)
@@ -153,6 +159,7 @@ def open_parent(registry: Registry, study: Study, warn: Callable[[str], None]) -
     info = study_info(study)
     study.folder.create(study.spec.text, {k: str(v) for k, v in info.items()})
     study.folder.keep_sets(study.kept)
+    study.folder.keep_recipes(study.recipes)
     if study.kept:
         study.folder.note(**{"study.kept_sets": ",".join(study.kept)})
     study.folder.start_runs(study.records())

@@ -187,12 +187,26 @@ class StudyDir:
 
     def keep_sets(self, kept: dict[str, dict[str, Any]]) -> None:
         """Write the sets kept from an earlier export (``--from-records``), as that export holds them."""
-        if kept:
-            (self.path / "kept.json").write_text(json.dumps(kept, indent=1, sort_keys=True), encoding="utf-8")
+        self._write_table("kept.json", kept)
 
     def kept_sets(self) -> dict[str, dict[str, Any]]:
         """The sets this study keeps from an earlier export, by name (none where it keeps none)."""
-        path = self.path / "kept.json"
+        return self._table("kept.json")
+
+    def keep_recipes(self, recipes: dict[str, dict[str, Any]]) -> None:
+        """Write each set's candidates' resolved settings, which its export records (``study_recipes.py``)."""
+        self._write_table("recipes.json", recipes)
+
+    def recipes(self) -> dict[str, dict[str, Any]]:
+        """Each set's candidates' resolved settings, by set and candidate (none for a study made before)."""
+        return self._table("recipes.json")
+
+    def _write_table(self, name: str, table: dict[str, Any]) -> None:
+        if table:
+            (self.path / name).write_text(json.dumps(table, indent=1, sort_keys=True), encoding="utf-8")
+
+    def _table(self, name: str) -> dict[str, Any]:
+        path = self.path / name
         return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
     def record_choice(self, choice: dict[str, Any], now: list[str] | None = None) -> RecordedChoice:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ddpx.records.study_ensembles import set_ensembles
+from ddpx.records.study_recipes import CHANGED, RECIPES
 from ddpx.records.study_records import RecordedChoice, RunRecord, data_digest
 
 FORMAT = 2  # 2: each set's ensembles (and a set's "baseline", only where it has one)
@@ -42,15 +43,22 @@ BASELINE_COLUMNS = (
 
 
 def export_records(
-    spec: Any, recorded: RecordedChoice, records: list[RunRecord], info: dict[str, Any], kept: dict | None = None
+    spec: Any,
+    recorded: RecordedChoice,
+    records: list[RunRecord],
+    info: dict[str, Any],
+    kept: dict | None = None,
+    recipes: dict | None = None,
 ) -> dict:
     """Everything the table needs, held-out values included (read through the recorded choice); a set
-    ``kept`` from an earlier export (:mod:`ddpx.records.study_kept`) as that export holds it."""
-    kept = kept or {}
+    ``kept`` from an earlier export as it holds it; each set's candidates' settings as ``recipes`` holds them."""
+    kept, recipes = kept or {}, recipes or {}
     sets = [
         kept[study_set.name]
         if study_set.name in kept
-        else _set_records(spec, study_set, recorded, [r for r in records if r.set == study_set.name])
+        else _set_records(
+            spec, study_set, recorded, [r for r in records if r.set == study_set.name], recipes.get(study_set.name)
+        )
         if study_set.name in recorded.choice
         else _pending_set(spec, study_set, [r for r in records if r.set == study_set.name])
         for study_set in spec.sets
@@ -70,8 +78,10 @@ def in_repository(path: Path) -> str:
     return path.name
 
 
-def _set_records(spec: Any, study_set: Any, recorded: RecordedChoice, in_set: list[RunRecord]) -> dict:
-    """One set's records: every run's dev and held-out values, the choice, and the declared ensembles."""
+def _set_records(
+    spec: Any, study_set: Any, recorded: RecordedChoice, in_set: list[RunRecord], recipes: dict | None = None
+) -> dict:
+    """One set's records: every run's dev and held-out values, the choice, the ensembles, the settings."""
     heldout = {(r.candidate, r.seed): recorded.heldout(r) for r in in_set}
     metric = in_set[0].metric if in_set else ""
     choice = recorded.choice.get(study_set.name, {})
@@ -89,6 +99,7 @@ def _set_records(spec: Any, study_set: Any, recorded: RecordedChoice, in_set: li
         **({DATA_SHA256: digest} if (digest := data_digest(study_set.data)) else {}),
         "ensembles": ensembles,
         **({"baseline": choice["baseline"]} if choice.get("baseline") else {}),
+        **({RECIPES: recipes} if recipes else {}),
         "runs": [
             {"candidate": r.candidate, "seed": r.seed, "dev": r.dev, "heldout": heldout[r.candidate, r.seed]}
             for r in in_set
@@ -274,11 +285,16 @@ def markdown(records: dict) -> str:
 
 
 def kept_code_note(entry: dict[str, Any], study: dict[str, Any]) -> str | None:
-    """The table's note for a kept set whose runs were made by other code than the export's own."""
+    """The table's note for a kept set whose runs were made by other code than the export's own, or
+    whose candidates' settings resolve otherwise with the export's code (:data:`CHANGED`)."""
     origin = entry.get(KEPT_FROM)
-    if not origin or origin.get("code.code_digest") == study.get("code.code_digest"):
+    if not origin:
         return None
-    code = origin.get("code.commit") or origin.get("code.code_digest", "")
+    said = []
+    if origin.get("code.code_digest") != study.get("code.code_digest"):
+        said.append(f"its runs made by code {(origin.get('code.commit') or origin.get('code.code_digest', ''))[:12]}")
+    if entry.get(CHANGED):
+        said.append(f"its recipes resolve otherwise with this code ({'; '.join(entry[CHANGED])})")
     return (
-        f"{entry['name']}: kept from {origin.get('records', 'an earlier export')}, its runs made by code {code[:12]}."
+        f"{entry['name']}: kept from {origin.get('records', 'an earlier export')}, {', '.join(said)}." if said else None
     )

@@ -1,0 +1,54 @@
+"""The settings each candidate of a study ran with, as its export records them, and what differs since.
+
+An export names the code a set's runs were made with, but a recipe's contents come from that code
+(a built-in recipe) or from a file (a recipe given by path), which may change. So the export records,
+for each chosen set, every candidate's resolved recipe (its first seed's, as one flat table of
+``section.key`` settings; the data file's path and the seed left out: the data's digest and the seeds
+are recorded apart). A study that keeps a set from an export (``--from-records``) resolves the same
+candidates with the code and files it has and names each setting both have whose value differs (a
+setting only one side has is an option added or removed since, not a change of value).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+LEFT_OUT = ("dataset.path", "train.seed")  # recorded apart: the data's digest, the study's seeds
+RECIPES = "recipes"  # an exported set's key: candidate name -> its resolved settings
+CHANGED = "recipes_changed"  # a kept set's key: the settings that resolve otherwise with this code
+
+
+def recipe_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """A resolved recipe's settings (``Recipe.config``) as one flat table, ``section.key`` -> value (as JSON
+    holds it), without :data:`LEFT_OUT`."""
+    flat: dict[str, Any] = {}
+
+    def walk(table: dict[str, Any], prefix: str) -> None:
+        for key, value in table.items():
+            if isinstance(value, dict):
+                walk(value, f"{prefix}{key}.")
+            else:
+                flat[f"{prefix}{key}"] = json.loads(json.dumps(value))
+
+    walk(config, "")
+    return {key: flat[key] for key in sorted(flat) if key not in LEFT_OUT}
+
+
+def recipe_changes(then: dict[str, dict[str, Any]], now: dict[str, dict[str, Any] | str]) -> list[str]:
+    """Each setting a candidate had ``then`` (an export's :data:`RECIPES`) whose value is other ``now``;
+    a candidate whose recipe no longer resolves is ``now`` a string, the reason."""
+    changes = []
+    for candidate, settings in then.items():
+        current = now.get(candidate)
+        if isinstance(current, str):
+            changes.append(f"{candidate}: does not resolve now ({current})")
+            continue
+        for key in sorted(set(settings) & set(current or {})):
+            if settings[key] != current[key]:
+                changes.append(f"{candidate}: {key} {_text(settings[key])} then, {_text(current[key])} now")
+    return changes
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)

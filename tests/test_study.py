@@ -20,6 +20,7 @@ from mlflow.tracking import MlflowClient
 from ddpx.cli.study_report import exported as study_report_records
 from ddpx.config.study_file import read_study
 from ddpx.contract.errors import UserError
+from ddpx.contract.launch_settings import LaunchSettings
 from ddpx.records.study_records import RecordedChoice, RunRecord, StudyDir, choose
 from ddpx.records.study_report import markdown, read_records, t_interval, verdict
 
@@ -388,30 +389,40 @@ def test_what_a_study_kept_or_chose_stands_and_a_later_export_adds_only_other_se
     assert plan_study(load_registry(), spec, settings).kept == first.kept  # without an export: what it kept
 
 
-def test_a_kept_set_names_each_setting_its_candidates_resolve_to_otherwise_now(tmp_path):
-    """An export records each chosen set's candidates' resolved settings; a study keeping the set from it
-    names those whose value differs with its own code and files, in its records and in the table's note."""
+def kept_study(tmp_path: Path, data: str = ""):
+    """A one-set study of a copy of the tiny recipe (``tiny.toml``, to edit), its registry and settings."""
     from ddpx.contract.launch_settings import LaunchSettings
-    from ddpx.launch.study import plan_study, set_choice
     from ddpx.plugin_host.registry import load_registry
+
+    (tmp_path / "tiny.toml").write_text(TINY.read_text())
+    (tmp_path / "s.toml").write_text(
+        f'seeds = [0]\nensembles = []\n[sets.a]\n{data}overrides = ["train.max_epochs=1"]\n'
+        f'candidates = [{{recipe = "{tmp_path / "tiny.toml"}", name = "r"}}]\n'
+    )
+    return read_study(tmp_path / "s.toml"), load_registry(), LaunchSettings(runs_dir=str(tmp_path / "runs"))
+
+
+def edit_tiny(tmp_path: Path, *changes: tuple[str, str]) -> None:
+    text = TINY.read_text()
+    for old, new in changes:
+        text = text.replace(old, new)
+    (tmp_path / "tiny.toml").write_text(text)
+
+
+def test_a_kept_set_names_each_setting_its_candidates_resolve_to_otherwise_now(tmp_path, capsys):
+    """An export records each chosen set's candidates' resolved settings; a study keeping the set from it
+    names those whose value differs with its own code and files, on its kept line and in the table's note,
+    worked out again each time (kept.json holds the export's entry as it was)."""
+    from ddpx.cli.study_report import print_kept
+    from ddpx.launch.study import plan_study, set_choice
     from ddpx.records.study_kept import read_kept_sets
     from ddpx.records.study_report import export_records, write_records
 
-    recipe = tmp_path / "tiny.toml"
-    recipe.write_text(TINY.read_text())
-    (tmp_path / "s.toml").write_text(
-        f'seeds = [0]\nensembles = []\n[sets.a]\noverrides = ["train.max_epochs=1"]\n'
-        f'candidates = [{{recipe = "{recipe}", name = "r"}}]\n'
-    )
-    spec, settings, registry = (
-        read_study(tmp_path / "s.toml"),
-        LaunchSettings(runs_dir=str(tmp_path / "runs")),
-        load_registry(),
-    )
+    spec, registry, settings = kept_study(tmp_path)
     planned = plan_study(registry, spec, settings)
     ran = planned.recipes["a"]["r"]
     assert (ran["train.lr"], ran["train.max_epochs"], ran["model.dim_hidden"]) == (0.1, 1, 64)
-    assert "dataset.path" not in ran and "train.seed" not in ran  # recorded apart: the data's digest, the seeds
+    assert "train.seed" not in ran and "description" not in ran  # the seeds recorded apart; words
     runs = [finished_run(tmp_path / "made", "a", "r", 0, 0.8)]
     planned.folder.create(spec.text, {})
     recorded = planned.folder.record_choice({"a": set_choice(spec.sets[0], runs, spec.seeds)}, now=["a"])
@@ -421,18 +432,59 @@ def test_a_kept_set_names_each_setting_its_candidates_resolve_to_otherwise_now(t
 
     elsewhere = LaunchSettings(runs_dir=str(tmp_path / "other"))  # another machine's study folder
     assert "recipes_changed" not in plan_study(registry, spec, elsewhere, kept=read_kept_sets(export, spec)).kept["a"]
-    recipe.write_text(TINY.read_text().replace("lr = 0.1", "lr = 0.05").replace("dim_hidden = 64", "dim_hidden = 32"))
-    kept = plan_study(registry, spec, elsewhere, kept=read_kept_sets(export, spec)).kept
-    changed = ["r: model.dim_hidden 64 then, 32 now", "r: train.lr 0.1 then, 0.05 now"]
-    assert kept["a"]["recipes_changed"] == changed
-    now = {"study.digest": spec.digest, "code.code_digest": "e" * 64}  # the same code: only the recipe file changed
-    table = markdown(export_records(spec, RecordedChoice(planned.folder, {}), [], now, kept))
+    edit_tiny(tmp_path, ("lr = 0.1", "lr = 0.05"), ("dim_hidden = 64", "dim_hidden = 32"), ("small", "SMALL"))
+    study = plan_study(registry, spec, elsewhere, kept=read_kept_sets(export, spec))
+    changed = ["r: model.dim_hidden 64 then, 32 now", "r: train.lr 0.1 then, 0.05 now"]  # not the description
+    assert study.kept["a"]["recipes_changed"] == changed
+    print_kept(study)
+    said = capsys.readouterr().out.splitlines()
+    assert said[0].endswith("not run again; its recipes resolve otherwise now:") and said[1:] == [
+        f"    {c}" for c in changed
+    ]
+    same_code = {"study.digest": spec.digest, "code.code_digest": "e" * 64}  # only the recipe file changed
+    table = markdown(export_records(spec, RecordedChoice(planned.folder, {}), [], same_code, study.kept))
     assert table.endswith(
         f"1. a: kept from e.json, its recipes resolve otherwise with this code ({'; '.join(changed)}).\n"
     )
-    recipe.unlink()
-    [gone] = plan_study(registry, spec, elsewhere, kept=read_kept_sets(export, spec)).kept["a"]["recipes_changed"]
+    other_code = {**same_code, "code.code_digest": "f" * 64}
+    both = markdown(export_records(spec, RecordedChoice(planned.folder, {}), [], other_code, study.kept))
+    assert "1. a: kept from e.json, its runs made by code eeeeeeeeeeee, its recipes resolve otherwise" in both
+
+    study.folder.create(spec.text, {})
+    study.folder.keep_sets(study.kept)  # as `study run` keeps them: the export's entry, without what differs
+    assert "recipes_changed" not in study.folder.kept_sets()["a"]
+    study.folder.start_runs([])
+    reported = study_report_records(tmp_path / "s.toml", str(tmp_path / "other"))  # `ddpx study report s.toml`
+    assert reported["sets"][0]["recipes_changed"] == changed  # worked out when reported
+    again = plan_study(registry, spec, elsewhere)  # the same folder without --from-records: worked out again
+    assert again.kept["a"]["recipes_changed"] == changed
+    edit_tiny(tmp_path)  # the file as it was: nothing differs any more
+    assert "recipes_changed" not in plan_study(registry, spec, elsewhere).kept["a"]
+    (tmp_path / "tiny.toml").unlink()
+    [gone] = plan_study(registry, spec, elsewhere).kept["a"]["recipes_changed"]
     assert gone.startswith("r: does not resolve now (")
+
+
+def test_the_settings_are_compared_as_they_were_when_the_set_was_chosen(tmp_path):
+    """A chosen set's settings stand as they were at its choice; the data's path is a setting where the
+    set leaves the data to the recipe; a setting only one side has is not a change; True is not 1."""
+    from ddpx.launch.study import plan_study, set_choice
+    from ddpx.records.study_recipes import recipe_changes, recipe_settings
+
+    spec, registry, settings = kept_study(tmp_path)
+    first = plan_study(registry, spec, settings)
+    first.folder.create(spec.text, {})
+    first.folder.keep_recipes(first.recipes)
+    runs = [finished_run(tmp_path / "made", "a", "r", 0, 0.8)]
+    first.folder.record_choice({"a": set_choice(spec.sets[0], runs, spec.seeds)}, now=["a"])
+    edit_tiny(tmp_path, ("lr = 0.1", "lr = 0.05"))  # edited after the choice
+    assert plan_study(registry, spec, settings).recipes["a"] == first.recipes["a"]
+    config = {"description": "words", "dataset": {"path": "d.csv", "dim_in": 8}, "train": {"seed": 3, "lr": 0.1}}
+    assert recipe_settings(config, data_named=True) == {"dataset.dim_in": 8, "train.lr": 0.1}  # its digest, apart
+    assert recipe_settings(config, data_named=False) == {"dataset.dim_in": 8, "dataset.path": "d.csv", "train.lr": 0.1}
+    then = {"r": {"train.lr": 0.1, "train.gone": 1, "train.flag": 1}}
+    now = {"r": {"train.lr": 0.1, "train.new": 2, "train.flag": True}}
+    assert recipe_changes(then, now) == ["r: train.flag 1 then, true now"]
 
 
 def test_a_bad_key_in_any_run_is_an_error_before_anything_starts(ddpx_here, tmp_path):

@@ -68,12 +68,13 @@ def print_kept(study) -> None:
         origin = entry.get("kept_from", {})
         code = (origin.get("code.commit") or origin.get("code.code_digest", ""))[:12]
         changed = entry.get("recipes_changed", [])
-        beside = f"; its recipes resolve otherwise now: {'; '.join(changed[:3])}" if changed else ""
-        more = f" and {len(changed) - 3} more (the table's note names them)" if len(changed) > 3 else ""
         click.echo(
             f"ddpx: set {name}: kept from {origin.get('records', 'an earlier export')} (chose {entry['chosen']}; "
-            f"its {len(entry.get('runs', []))} runs made by code {code}), not run again{beside}{more}"
+            f"its {len(entry.get('runs', []))} runs made by code {code}), not run again"
+            + ("; its recipes resolve otherwise now:" if changed else "")
         )
+        for change in changed:
+            click.echo(f"    {change}")
 
 
 def print_table(study, recorded) -> None:
@@ -120,4 +121,15 @@ def exported(source: Path, runs_dir: str | None) -> dict:
     records = [RunRecord(**json.loads(line)) for line in lines if line.strip()]
     info = folder.info()
     recorded = RecordedChoice.read(folder) if (folder.path / "choice.json").is_file() else RecordedChoice(folder, {})
-    return export_records(spec, recorded, records, info, folder.kept_sets(), folder.recipes())
+    return export_records(spec, recorded, records, info, kept_now(spec, folder.kept_sets()), folder.recipes())
+
+
+def kept_now(spec, kept: dict) -> dict:
+    """The kept sets, each with the settings its candidates resolve to otherwise now, where it records them."""
+    if not any("recipes" in entry for entry in kept.values()):
+        return kept
+    from ddpx.cli.app import registry_with_warnings
+    from ddpx.launch.kept_recipes import with_changes
+
+    registry = registry_with_warnings()
+    return {name: with_changes(registry, spec, name, entry) for name, entry in kept.items()}

@@ -30,4 +30,4 @@ def _settings_now(registry: Registry, study_set: StudySet, candidate: Any, seed:
         recipe = resolve_recipe(registry, candidate.recipe, study_set.overrides_of(candidate, seed))
     except UserError as exc:
         return str(exc).splitlines()[0][:200]
-    return recipe_settings(recipe.config)
+    return recipe_settings(recipe.config, bool(study_set.data))

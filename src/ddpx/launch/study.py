@@ -106,7 +106,9 @@ def plan_study(
             for seed in spec.seeds:
                 recipe = resolve_recipe(registry, candidate.recipe, study_set.overrides_of(candidate, seed))
                 if seed == spec.seeds[0]:
-                    study.recipes.setdefault(study_set.name, {})[candidate.name] = recipe_settings(recipe.config)
+                    study.recipes.setdefault(study_set.name, {})[candidate.name] = recipe_settings(
+                        recipe.config, bool(study_set.data)
+                    )
                 data = str(recipe.config["dataset"].get("path") or "")
                 if data not in digests:
                     digests[data] = data_digest(data)
@@ -117,6 +119,8 @@ def plan_study(
                 trial.reused = finished.get(key)
                 trial.continues = cut_off.get(key) if trial.reused is None else None
                 study.trials.append(trial)
+    chosen = chosen_sets(study)  # a chosen set's settings are those it was chosen under, frozen
+    study.recipes.update({name: found for name, found in study.folder.recipes().items() if name in chosen})
     if study.trials:
         check_waits(registry, study.trials[0].job)
     return study

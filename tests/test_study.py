@@ -487,6 +487,30 @@ def test_the_settings_are_compared_as_they_were_when_the_set_was_chosen(tmp_path
     assert recipe_changes(then, now) == ["r: train.flag 1 then, true now"]
 
 
+def test_a_chosen_sets_runs_stand_and_a_change_of_their_recipe_is_refused_before_launch(tmp_path):
+    """Started again with a chosen set's recipe file changed, the study stops before launch rather than
+    run that set again (its choice would not be made again, its table would lose the runs it was read
+    from); a run of it that never finished is not a change and runs as before."""
+    from dataclasses import replace
+
+    from ddpx.launch.study import plan_study, set_choice
+
+    spec, registry, settings = kept_study(tmp_path)
+    study = plan_study(registry, spec, settings)
+    study.folder.create(spec.text, {})
+    [trial] = study.trials
+    done = replace(finished_run(tmp_path / "made", "a", "r", 0, 0.8), key=trial.key)
+    study.folder.start_runs([])
+    study.folder.add(done)
+    study.folder.record_choice({"a": set_choice(spec.sets[0], [done], spec.seeds)}, now=["a"])
+    assert plan_study(registry, spec, settings).trials[0].reused == done  # as it was: the run stands
+    edit_tiny(tmp_path, ("lr = 0.1", "lr = 0.05"))
+    with pytest.raises(UserError, match=re.escape("set(s) a of study 's' were chosen on runs whose recipe or data")):
+        plan_study(registry, spec, settings)
+    study.folder.start_runs([])  # the chosen set's run never finished here (--choose-with-failures)
+    assert plan_study(registry, spec, settings).trials[0].reused is None  # it runs again, as before
+
+
 def test_a_bad_key_in_any_run_is_an_error_before_anything_starts(ddpx_here, tmp_path):
     (tmp_path / "s.toml").write_text(STUDY.replace("model.dim_hidden=16", "model.dim_hiden=16"))
     result = ddpx_here("study", "run", "s.toml", "--tracking", "none")

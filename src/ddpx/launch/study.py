@@ -28,6 +28,7 @@ from ddpx.config.recipe import resolve_recipe
 from ddpx.config.study_file import StudySet, StudySpec
 from ddpx.contract.launch_settings import LaunchSettings
 from ddpx.contract.run_dir import DEFAULT_ROOT, RunDir
+from ddpx.launch.chosen_runs import refuse_changed_runs
 from ddpx.launch.kept_recipes import with_changes
 from ddpx.launch.parallel_trials import Slot, run_side_by_side
 from ddpx.launch.plan import plan_job
@@ -119,7 +120,8 @@ def plan_study(
                 trial.reused = finished.get(key)
                 trial.continues = cut_off.get(key) if trial.reused is None else None
                 study.trials.append(trial)
-    chosen = chosen_sets(study)  # a chosen set's settings are those it was chosen under, frozen
+    chosen = chosen_sets(study)  # a chosen set stands on its runs; its settings are those it was chosen under
+    refuse_changed_runs(spec, study.folder, study.trials, chosen)
     study.recipes.update({name: found for name, found in study.folder.recipes().items() if name in chosen})
     if study.trials:
         check_waits(registry, study.trials[0].job)

@@ -175,6 +175,10 @@ class StudyDir:
                 found.pop(values["key"], None)
         return found
 
+    def recorded_runs(self) -> list[RunRecord]:
+        """The finished runs this study holds (``runs.jsonl``; none before it first starts)."""
+        return [RunRecord(**values) for values in _read_lines(self.path / "runs.jsonl")]
+
     def start_runs(self, reused: list[RunRecord]) -> None:
         """This study's runs.jsonl begins with the finished runs it reuses."""
         lines = "".join(json.dumps(asdict(record)) + "\n" for record in reused)

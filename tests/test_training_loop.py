@@ -1,10 +1,12 @@
 """The training loop's parts, in this process: how micro-batches group into optimizer steps,
 clipping on the accumulated gradient, the learning-rate schedules with their warm-up (and their
-checkpointed state), and how an interrupted epoch is dealt to another number of ranks."""
+checkpointed state), how an interrupted epoch is dealt to another number of ranks, and ``train.deterministic``'s kernels."""
 
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -161,3 +163,37 @@ def test_the_phase_clock_sums_each_phase_over_an_epoch_and_starts_again_after_ea
     with off.phase("forward"):
         pass
     assert off.take() == {}
+
+
+DETERMINISTIC = """
+import os
+import torch
+from ddpx.rank.loop.optim import seed_everything
+
+torch.set_num_threads(2)
+seed_everything(0, deterministic=True)
+
+
+def gradient():  # the backward of indexing by an index tensor: index_put_ with accumulate=True
+    torch.manual_seed(0)
+    index, values = torch.randint(0, 20_000, (60_000,)), torch.randn(60_000, 300)
+    weights = torch.randn(20_000, 300, requires_grad=True)
+    (weights[index] * values).sum().backward()
+    return weights.grad
+
+
+first = gradient()
+same = all(torch.equal(first, gradient()) for _ in range(3))
+print(torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(), same)
+print(os.environ["CUBLAS_WORKSPACE_CONFIG"])
+"""
+
+
+def test_deterministic_kernels_make_a_threaded_cpu_rank_repeat_bit_for_bit():
+    """``train.deterministic=true``: torch's deterministic kernels, warning (not failing) where an op has
+    none; with them the backward of indexing by an index tensor on two CPU threads (which graph models
+    use, and which otherwise adds in an order that varies) repeats bit for bit. In a process of its own:
+    the setting is the whole process's."""
+    done = subprocess.run([sys.executable, "-c", DETERMINISTIC], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "True", ":4096:8"]

@@ -104,6 +104,11 @@ TRAIN_PARAMS: dict[str, Param] = {
         "ddp", "how the model is made data-parallel: ddp, allreduce, dp (a registered wrapper)", registry="wrappers"
     ),
     "check_sync": Param(False, "after every step, check that all ranks hold the same parameters (slow; debugging)"),
+    "deterministic": Param(
+        False,
+        "torch's deterministic kernels (torch.use_deterministic_algorithms, warning where an op has none): a "
+        "run repeats bit for bit with several threads per CPU rank, as it does with one",
+    ),
     "time_phases": Param(
         False,
         "time each epoch's training phases on rank 0 (waiting for batches, forward, backward "

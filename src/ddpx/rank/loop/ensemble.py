@@ -98,7 +98,7 @@ def finished_members(run: RunContext) -> list[str]:
 def train_member(run: RunContext, data: TaskData) -> MemberResult:
     """Train one member from its seed (or continue it; ``run`` is the member's context, see
     :meth:`RunContext.for_member`); rank 0 writes its best weights and record."""
-    seed_everything(run.train["seed"])
+    seed_everything(run.train["seed"], run.train["deterministic"])
     train_model(run, data)
     state = run.state
     selection = state.selection

@@ -32,7 +32,7 @@ from ddpx.records.dataset_record import dataset_record
 def fit(run: RunContext) -> RunSummary:
     """Train and evaluate one run on this rank; returns the same summary on every rank."""
     started = time.perf_counter()
-    seed_everything(run.train["seed"])
+    seed_everything(run.train["seed"], run.train["deterministic"])
     BEACON.at(f"building the data of task {run.parts.task.name}")
     data = build_task_data(run)
     if run.tracker:

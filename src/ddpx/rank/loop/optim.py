@@ -4,6 +4,7 @@ for ``train.precision``."""
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
@@ -15,10 +16,18 @@ import torch
 from ddpx.contract.specs import OptimizerSpec, ScheduleSpec
 
 
-def seed_everything(seed: int) -> None:
+def seed_everything(seed: int, deterministic: bool = False) -> None:
+    """Seed Python's, NumPy's and torch's generators; with ``deterministic`` (``train.deterministic``)
+    torch uses its deterministic kernels too, warning where an op has none. On the CPU that is what
+    makes a rank of several threads repeat bit for bit: the backward of indexing a tensor by an index
+    tensor (``x[index]``, ``index_put_(accumulate=True)``), which graph models use, otherwise adds in an
+    order that varies with the threads. On a GPU, cuBLAS is given its deterministic workspace."""
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
+    if deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # read at cuBLAS's first call, after this
+        torch.use_deterministic_algorithms(True, warn_only=True)
 
 
 def build_optimizer(spec: OptimizerSpec, parameters, train: Mapping[str, Any]) -> torch.optim.Optimizer:

@@ -511,6 +511,37 @@ def test_a_chosen_sets_runs_stand_and_a_change_of_their_recipe_is_refused_before
     assert plan_study(registry, spec, settings).trials[0].reused is None  # it runs again, as before
 
 
+def test_each_run_ended_says_how_long_its_sets_runs_left_may_take_at_that_sets_pace(capsys):
+    """As a run ends: the runs ended of those to run, and for its set, while it has runs left, their time
+    at the set's own pace (the mean wall time of its ended runs, so many side by side)."""
+    from types import SimpleNamespace
+
+    from ddpx.cli.study_report import RunProgress
+
+    def trial(number: int, name: str, wall: float | None):
+        summary = (
+            None
+            if wall is None
+            else SimpleNamespace(wall_seconds=wall, members=None, best_epoch=3, best_dev=0.7, metric="roc_auc")
+        )
+        status = "FAILED" if wall is None else "FINISHED"
+        return SimpleNamespace(
+            number=number, set_name=name, label=f"set={name}", summary=summary, status=status, error=""
+        )
+
+    trials = [trial(1, "tox21", 100.0), trial(2, "tox21", 140.0), trial(3, "tox21", None), trial(4, "hiv", 3000.0)]
+    progress = RunProgress(trials + [trial(5, "tox21", 0.0), trial(6, "hiv", 0.0)], at_once=2)
+    for each in trials:
+        progress(each)
+    lines = [line.split(" [")[1] for line in capsys.readouterr().out.splitlines()]
+    assert lines[0].endswith(
+        "since the start; tox21: 3 more, about 0:03:20 at its pace so far]"
+    )  # 2 at once: 100 s x 2
+    assert lines[1].endswith("; tox21: 2 more, about 0:02:00 at its pace so far]")  # mean 120 s, one round of 2
+    assert lines[2].endswith("; tox21: 1 more, about 0:02:00 at its pace so far]")  # a failed run counts as ended
+    assert lines[3].startswith("4 of 6 ended") and lines[3].endswith("; hiv: 1 more, about 0:50:00 at its pace so far]")
+
+
 def test_a_bad_key_in_any_run_is_an_error_before_anything_starts(ddpx_here, tmp_path):
     (tmp_path / "s.toml").write_text(STUDY.replace("model.dim_hidden=16", "model.dim_hiden=16"))
     result = ddpx_here("study", "run", "s.toml", "--tracking", "none")
@@ -552,7 +583,7 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
     finished = [line for line in out.splitlines() if line.startswith("ddpx: run ") and "FAILED" not in line]
     assert len(finished) == 3
     first = finished[0]  # how far the command has come
-    assert re.search(r" \[1 of 6 ended, \d:\d\d:\d\d since the start\]$", first), first
+    assert re.search(r" \[1 of 6 ended, \d:\d\d:\d\d since the start; easy: 1 more, about \d:\d\d:\d\d", first), first
     # the easy set's two runs ended: it is chosen there and then, on dev, while the hard set runs on
     assert out.index("ddpx: set easy: chose wide by mean dev_accuracy (wide ") < out.index(finished[2])
     assert "ddpx: its table, while the study goes on: ddpx study report s.toml" in out

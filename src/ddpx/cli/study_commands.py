@@ -118,7 +118,7 @@ def study_run_command(file, dry_run, parallel, choose_with_failures, from_record
         recorded = run_study(
             registry,
             study,
-            report=RunProgress(len(study.to_run)),
+            report=RunProgress(study.to_run, len(slots) if slots else 1),
             warn=lambda text: click.echo(f"Warning: {text}", err=True),
             slots=slots,
             choose_with_failures=choose_with_failures,

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
+import statistics
 import time
+from collections import Counter, defaultdict
 from datetime import timedelta
 from pathlib import Path
 
@@ -14,15 +17,30 @@ from ddpx.contract.errors import UserError
 
 class RunProgress:
     """What ``ddpx study run`` prints as each run ends: :func:`print_run`'s line with how far the
-    command has come, the runs ended of those it has to run and the time since it began."""
+    command has come (the runs ended of those it has to run, the time since it began) and, while the
+    run's set has runs left, how long they may take at that set's pace so far (its ended runs' mean
+    wall time; ``at_once`` runs side by side). Sets differ in size, so a set's pace is its own."""
 
-    def __init__(self, to_run: int):
-        self.to_run, self.ended, self.began = to_run, 0, time.monotonic()
+    def __init__(self, trials: list, at_once: int = 1):
+        self.to_run, self.ended, self.began = len(trials), 0, time.monotonic()
+        self.left = Counter(trial.set_name for trial in trials)
+        self.walls: dict[str, list[float]] = defaultdict(list)
+        self.at_once = max(1, at_once)
 
     def __call__(self, trial) -> None:
         self.ended += 1
+        self.left[trial.set_name] -= 1
+        if trial.summary is not None:
+            self.walls[trial.set_name].append(trial.summary.wall_seconds)
         since = timedelta(seconds=round(time.monotonic() - self.began))
-        print_run(trial, f"{self.ended} of {self.to_run} ended, {since} since the start")
+        print_run(trial, f"{self.ended} of {self.to_run} ended, {since} since the start{self._pace(trial.set_name)}")
+
+    def _pace(self, name: str) -> str:
+        left, walls = self.left[name], self.walls[name]
+        if left <= 0 or not walls:
+            return ""
+        more = timedelta(seconds=round(statistics.mean(walls) * math.ceil(left / self.at_once)))
+        return f"; {name}: {left} more, about {more} at its pace so far"
 
 
 def print_run(trial, progress: str = "") -> None:

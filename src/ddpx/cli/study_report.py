@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from ddpx.contract.errors import UserError
+from ddpx.records.study_recipes import CHANGED, RECIPES
 
 
 class RunProgress:
@@ -85,7 +86,7 @@ def print_kept(study) -> None:
     for name, entry in study.kept.items():
         origin = entry.get("kept_from", {})
         code = (origin.get("code.commit") or origin.get("code.code_digest", ""))[:12]
-        changed = entry.get("recipes_changed", [])
+        changed = entry.get(CHANGED, [])
         click.echo(
             f"ddpx: set {name}: kept from {origin.get('records', 'an earlier export')} (chose {entry['chosen']}; "
             f"its {len(entry.get('runs', []))} runs made by code {code}), not run again"
@@ -144,7 +145,7 @@ def exported(source: Path, runs_dir: str | None) -> dict:
 
 def kept_now(spec, kept: dict) -> dict:
     """The kept sets, each with the settings its candidates resolve to otherwise now, where it records them."""
-    if not any("recipes" in entry for entry in kept.values()):
+    if not any(RECIPES in entry for entry in kept.values()):
         return kept
     from ddpx.cli.app import registry_with_warnings
     from ddpx.launch.kept_recipes import with_changes

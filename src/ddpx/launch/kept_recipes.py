@@ -9,13 +9,13 @@ from ddpx.config.recipe import resolve_recipe
 from ddpx.config.study_file import StudySet, StudySpec
 from ddpx.contract.errors import UserError
 from ddpx.plugin_host.registry import Registry
-from ddpx.records.study_recipes import CHANGED, RECIPES, recipe_changes, recipe_settings
+from ddpx.records.study_recipes import CHANGED, RECIPES, recipe_changes, recipe_settings, without_changes
 
 
 def with_changes(registry: Registry, spec: StudySpec, name: str, entry: dict[str, Any]) -> dict[str, Any]:
     """A kept set with the settings its candidates resolve to otherwise with this code and these files
     (:data:`CHANGED`, where its export recorded them: :mod:`ddpx.records.study_recipes`)."""
-    entry = {key: value for key, value in entry.items() if key != CHANGED}
+    entry = without_changes(entry)
     declared = next((s for s in spec.sets if s.name == name), None)
     if not entry.get(RECIPES) or declared is None:
         return entry

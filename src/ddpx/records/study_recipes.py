@@ -38,6 +38,11 @@ def recipe_settings(config: dict[str, Any], data_named: bool) -> dict[str, Any]:
     return {key: flat[key] for key in sorted(flat) if key not in left_out}
 
 
+def without_changes(entry: dict[str, Any]) -> dict[str, Any]:
+    """A kept set's entry as its export holds it: without :data:`CHANGED`, which is worked out each time."""
+    return {key: value for key, value in entry.items() if key != CHANGED}
+
+
 def recipe_changes(then: dict[str, dict[str, Any]], now: dict[str, dict[str, Any] | str]) -> list[str]:
     """Each setting a candidate had ``then`` (an export's :data:`RECIPES`) whose value is other ``now``;
     a candidate whose recipe no longer resolves is ``now`` a string, the reason."""

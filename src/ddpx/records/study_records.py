@@ -34,6 +34,7 @@ from ddpx.contract.records import RunSummary
 from ddpx.contract.run_dir import RunDir
 from ddpx.records.dataset_record import file_digest
 from ddpx.records.heldout_answers import PREDICTIONS, HeldoutAnswers, read_answers
+from ddpx.records.study_recipes import without_changes
 from ddpx.records.tracking import git_commit
 
 
@@ -192,7 +193,7 @@ class StudyDir:
     def keep_sets(self, kept: dict[str, dict[str, Any]]) -> None:
         """Write the sets kept from an earlier export (``--from-records``), as that export holds them (what
         differs since is worked out again each time: ``study_recipes.py``)."""
-        self._write_table("kept.json", {name: _without(entry, "recipes_changed") for name, entry in kept.items()})
+        self._write_table("kept.json", {name: without_changes(entry) for name, entry in kept.items()})
 
     def kept_sets(self) -> dict[str, dict[str, Any]]:
         """The sets this study keeps from an earlier export, by name (none where it keeps none)."""
@@ -278,10 +279,6 @@ class RecordedChoice:
     def _check_recorded(self, record: RunRecord) -> None:
         if record.set not in self.choice:
             raise RuntimeError(f"set '{record.set}' has no recorded choice: held-out values stay unread")
-
-
-def _without(entry: dict[str, Any], key: str) -> dict[str, Any]:
-    return {k: v for k, v in entry.items() if k != key}
 
 
 def _read_lines(path: Path) -> list[dict[str, Any]]:

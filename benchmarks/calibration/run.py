@@ -150,7 +150,7 @@ def report(record: dict) -> str:
     return "\n".join(lines)
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--study", type=Path, help="the study file whose runs are measured")
     parser.add_argument("--runs", type=Path, help="the study's records folder (runs.jsonl)")
@@ -158,14 +158,14 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--keep", type=Path, help="a folder for the dev logits, kept between starts")
     parser.add_argument("--record", type=Path, help="write the record here")
     parser.add_argument("--report", type=Path, help="print the table of a record, measuring nothing")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if not args.report and not (args.study and args.runs and args.keep):
         parser.error("give --study, --runs and --keep to measure, or --report RECORD")
     return args
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     if args.report:
         record = json.loads(args.report.read_text(encoding="utf-8"))
     else:

@@ -1,5 +1,5 @@
-"""The scale table, from a record (what ``run.py --record`` writes, or a committed one): one row per
-size, then the machine, the commit and what Chemprop's peak memory per molecule says of the sizes
+"""The scale table, from a record (what ``run.py --record`` writes, or a committed one) or several: one
+row per size, then the machine, the commit and what Chemprop's peak memory per molecule says of the sizes
 it was not run at (in words: extrapolated, never a measured number)."""
 
 from __future__ import annotations
@@ -75,19 +75,25 @@ def chemprop_note(rows: list[dict], memory_mb: float | None) -> str | None:
     return note + "."
 
 
-def markdown(record: dict) -> str:
-    rows = sorted(record["rows"], key=lambda r: r["molecules"])
-    lines = [HEADER, "|" + " --- |" * 8]
-    lines += [table_row(row) for row in rows]
-    lines.append("")
-    lines.append(
+def settings_line(record: dict) -> str:
+    """The machine, the commit and the date a record was measured with."""
+    return (
         f"{record.get('machine', 'this machine')}; ddpx {record.get('commit', 'unknown')}; "
         "`moses_pretrain_dmpnn`, preparation on 2 ranks, one epoch per number of ranks"
         + (f"; {record['date']}." if record.get("date") else ".")
     )
-    note = chemprop_note(rows, record.get("memory_mb"))
+
+
+def markdown(*records: dict) -> str:
+    """One table of the records' rows (several records: the sizes of several runs, each line under
+    the table once), then Chemprop's memory per molecule over all of them."""
+    rows = sorted((row for record in records for row in record["rows"]), key=lambda r: r["molecules"])
+    lines = [HEADER, "|" + " --- |" * 8]
+    lines += [table_row(row) for row in rows]
+    lines.append("")
+    lines += list(dict.fromkeys(settings_line(record) for record in records))
+    note = chemprop_note(rows, records[0].get("memory_mb"))
     if note:
         lines.append(note)
-    if record.get("label"):
-        lines.append(f"**{record['label']}**")
+    lines += list(dict.fromkeys(f"**{record['label']}**" for record in records if record.get("label")))
     return "\n".join(lines)

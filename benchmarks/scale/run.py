@@ -64,7 +64,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--work", type=Path, help="keep the data folders and runs here (default: a temporary one)")
     parser.add_argument("--record", type=Path, help="write the measurements to this JSON file")
     parser.add_argument("--label", default="", help="a line printed under the table (what the numbers are)")
-    parser.add_argument("--report", type=Path, help="print the table of this record, and stop")
+    parser.add_argument(
+        "--report", type=Path, nargs="+", help="print the table of this record (of these, as one table), and stop"
+    )
     return parser.parse_args(argv)
 
 
@@ -91,7 +93,7 @@ def measure_size(args: argparse.Namespace, size: int, work: Path, limit_mb: floa
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.report:
-        print(markdown(json.loads(args.report.read_text())))
+        print(markdown(*(json.loads(path.read_text()) for path in args.report)))
         return
     if not args.data.is_file():
         raise SystemExit(f"no SMILES file at {args.data} (--data)")

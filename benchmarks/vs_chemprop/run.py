@@ -120,7 +120,7 @@ SETS = {
 DEFAULT_RUNS = {False: ["chemprop_loss", "chemprop_roc", "ddpx1", "ddpx2"], True: ["chemprop_loss", "ddpx1", "ddpx2"]}
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--set", choices=list(SETS), default="bbbp", help="the MoleculeNet set (its <set>_dmpnn recipe)"
@@ -166,7 +166,7 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--profile-dir", type=Path, help="where each run's operator table goes (with --profile-steps)")
     add_record_options(parser)
-    return checked(parser, parser.parse_args())
+    return checked(parser, parser.parse_args(argv))
 
 
 def checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
@@ -278,8 +278,8 @@ def report_of(record: dict) -> str:
     return format_tables(record, labels)
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     if args.report:
         print(report_of(merged([json.loads(path.read_text(encoding="utf-8")) for path in args.report])))
     else:

@@ -96,7 +96,7 @@ MODEL_OF = {  # (regression, method): the model kind each program answers it wit
 }
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--set", choices=list(SETS), default="esol", help="the MoleculeNet set (its <set>_dmpnn recipe)"
@@ -132,7 +132,7 @@ def parse_args() -> argparse.Namespace:
         help="work in this folder and keep it (models, predictions, scored/); with --record, the same folder "
         "again lets a stopped benchmark go on without training again what it finished",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.report:
         return args
     regression = SETS[args.set].regression
@@ -283,8 +283,8 @@ def fill_rows(record: dict, args: argparse.Namespace, row: Callable[[str, str, i
     return record
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     if args.report:
         record = merged([json.loads(path.read_text(encoding="utf-8")) for path in args.report])
     elif args.keep:

@@ -765,20 +765,6 @@ def test_the_pretraining_study_compares_fine_tuned_candidates_with_the_same_reci
         assert len(study_set.contenders) == (1 if study_set.name == "hiv" else 2)
 
 
-@pytest.mark.parametrize("study", ["moleculenet", "pretraining"])
-def test_the_results_page_holds_the_table_each_studys_committed_records_make(study):
-    """docs/results.md's table of each study is ``ddpx study report benchmarks/studies/<study>.json``,
-    byte for byte, once the study's records are committed (a long study's, set by set as each is chosen)."""
-    records = ROOT / "benchmarks" / "studies" / f"{study}.json"
-    if not records.is_file():
-        pytest.skip(f"{records.relative_to(ROOT)} is not committed yet: no set of the study has been chosen")
-    page = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
-    marker = f"<!-- study table: `ddpx study report {records.relative_to(ROOT)}`"
-    start = page.index("\n", page.index(marker)) + 1
-    end = page.index("<!-- end of the study table -->", start)
-    assert page[start:end] == markdown(read_records(records))
-
-
 def test_a_study_runs_as_many_at_once_as_the_machine_affords(ddpx_here, tmp_path):
     (tmp_path / "s.toml").write_text(STUDY)
     cores = len(os.sched_getaffinity(0))

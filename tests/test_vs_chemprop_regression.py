@@ -124,17 +124,3 @@ def test_a_parity_record_goes_on_with_its_own_settings_and_refuses_others(tmp_pa
     )
     with pytest.raises(SystemExit, match="a record of other epochs, seeds"):
         going_on(new_record(Namespace(**{**vars(args), "epochs": 30, "seeds": [0]}), "ESOL.csv", 113), path)
-
-
-def test_every_committed_parity_record_stands_in_the_results_page():
-    """docs/results.md holds ``run.py --report`` of each committed parity record, whole, under a line naming it."""
-    from benchmarks.vs_chemprop.run import report_of
-
-    page = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
-    records = sorted((ROOT / "benchmarks" / "vs_chemprop").glob("parity-*.json"))
-    assert records, "no parity record committed"
-    for path in records:
-        marker = f"<!-- run.py --report benchmarks/vs_chemprop/{path.name} -->\n"
-        assert marker in page, f"{path.name}: no report of it in docs/results.md"
-        held = page.split(marker)[1].split("\n<!-- end of the report -->")[0]
-        assert held == report_of(json.loads(path.read_text(encoding="utf-8"))), path.name

@@ -709,6 +709,53 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
     assert len(list((tmp_path / "ddpx-runs" / "studies").glob("two_sets-*"))) == 2
 
 
+ONE_SET = f"""\
+name = "one_set"
+seeds = [0, 1]
+
+[sets.easy]
+overrides = ["train.max_epochs=2", "train.stop_check_every=1", "dataset.train_size=6000"]  # epochs of ~90 steps
+
+[[sets.easy.candidates]]
+recipe = "{TINY}"
+name = "wide"
+"""
+
+
+@pytest.mark.slow
+def test_a_stop_on_request_ends_the_study_after_its_run_which_the_same_command_continues(tmp_path):
+    """SIGUSR1 (a preemption notice) to the study while its first run trains: that run checkpoints at
+    its next step, no other run starts, the study ends with exit 75 saying how it goes on, and the
+    same command continues that run from its checkpoint."""
+    (tmp_path / "s.toml").write_text(ONE_SET)
+    command = [sys.executable, "-m", "ddpx", "study", "run", "s.toml", "--tracking", "none"]
+    process = subprocess.Popen(
+        command, cwd=tmp_path, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    out = ""
+    for line in process.stdout:  # the first run's first epoch ended: it trains its second
+        out += line
+        if line.startswith("epoch 1/2"):
+            process.send_signal(signal.SIGUSR1)
+            break
+    rest, err = process.communicate(timeout=180)
+    out += rest
+    assert process.returncode == 75, err
+    assert "the study was stopped on request (SIGUSR1)" in err and "Traceback" not in err, err
+    assert "a run that stopped from its checkpoint: ddpx study run s.toml" in err
+    assert re.search(r"ddpx: run 1 \(.*\): FAILED: the run stopped on request \d+ step\(s\) into epoch 2;", out), out
+    assert "--resume auto" not in out + err  # the study goes on; `ddpx recipe --resume` would train that run alone
+    [stopped] = (tmp_path / "ddpx-runs").glob("tiny_mlp-*")  # no run started after the request
+    assert (stopped / "checkpoints" / "last.pt").is_file() and not (stopped / "summary.json").is_file()
+
+    again = subprocess.run(command, cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=180)
+    assert again.returncode == 0, again.stderr
+    assert "0 finished earlier, 2 to run (1 from where they were cut off)" in again.stdout
+    assert f"ddpx: resuming the run in {stopped}" in again.stdout and "set easy: chose wide" in again.stdout
+    assert re.search(r"resuming from .*last\.pt: 1 epoch\(s\) done", again.stdout), again.stdout
+    assert len(list((tmp_path / "ddpx-runs").glob("tiny_mlp-*"))) == 2
+
+
 def _events(folder: Path) -> list[dict]:
     return _lines(folder / "events.jsonl")
 

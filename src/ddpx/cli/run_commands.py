@@ -3,13 +3,13 @@ Optuna search)."""
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
 from ddpx.cli.app import cli, console, registry_with_warnings
 from ddpx.cli.launch_options import LaunchCommand, settings_from
+from ddpx.cli.stop_messages import heard_from_the_first_line, sweep_stop_hint
 from ddpx.contract.errors import JobFailed
 
 TRACKING_FAILED = 3  # exit status: trained to the end, but not (fully) recorded
@@ -34,6 +34,7 @@ and in a run folder under ./ddpx-runs/.
 @cli.command("recipe", cls=LaunchCommand, epilog=RECIPE_EPILOG)
 @click.argument("name")
 @click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
+@heard_from_the_first_line
 def recipe_command(name, overrides, **values) -> None:
     """Train recipe NAME (a built-in name or a .toml path) with DDP.
 
@@ -155,6 +156,7 @@ trial.log; with --launcher slurm, P jobs at once.
     help="With --search optuna: continue this recipe's latest search in the storage up to --trials "
     "(finished trials kept, an interrupted one run again).",
 )
+@heard_from_the_first_line
 def sweep_command(
     name,
     grid,
@@ -201,7 +203,7 @@ def sweep_command(
         f"ddpx: sweep of {sweep.trials[0].recipe.name}, {len(sweep.trials)} trial(s) on {first.world_size} "
         f"rank(s) each{at_once(slots)}, launcher {first.launch.launcher}, backend {first.launch.backend}"
     )
-    with continue_hint(
+    with sweep_stop_hint(
         "A grid sweep has no --resume: the same command runs every trial again (leave the finished "
         "values out of the grid to run only the rest)."
     ):
@@ -252,7 +254,7 @@ def search_command(registry, name, grid, settings, options, dry_run, parallel=1)
         f"study {study.study_name} in {search.storage}"
     )
     pictures = Path(search.settings.runs_dir or DEFAULT_ROOT).resolve() / f"search-{study.study_name}"
-    with continue_hint(
+    with sweep_stop_hint(
         f"The study {study.study_name} in {search.storage} keeps the trials that ended: continue "
         "the search with the same command and --resume (the interrupted trial runs again with its "
         "values)."
@@ -270,22 +272,6 @@ def search_command(registry, name, grid, settings, options, dry_run, parallel=1)
         )
     print_trials(search.sweep, title=f"ddpx sweep {first.recipe.name} (search)")
     raise_if_failed(search.sweep)
-
-
-@contextmanager
-def continue_hint(how: str):
-    """Ctrl-C or SIGTERM during a sweep: say how to continue the sweep, not the trial's run (a
-    trial's own message points at `ddpx recipe --resume auto`, which would train that one trial)."""
-    try:
-        yield
-    except JobFailed as exc:
-        if exc.exit_code != 130:
-            raise
-        raise JobFailed(
-            "the sweep was interrupted: every rank of the running trial(s) was stopped and each trial's "
-            f"run marked KILLED. {how}",
-            130,
-        ) from None
 
 
 def raise_if_failed(sweep) -> None:

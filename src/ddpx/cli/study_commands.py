@@ -9,6 +9,7 @@ import click
 
 from ddpx.cli.app import cli, registry_with_warnings
 from ddpx.cli.launch_options import LaunchCommand, settings_from
+from ddpx.cli.stop_messages import heard_from_the_first_line, study_stop_hint
 from ddpx.contract.errors import JobFailed, UserError
 
 
@@ -80,6 +81,7 @@ def study_group() -> None:
     "chose are kept as it holds them and not run again; only the others run. For going on where the machine "
     "that held the runs is gone.",
 )
+@heard_from_the_first_line
 def study_run_command(file, dry_run, parallel, choose_with_failures, from_records, **values) -> None:
     """Run every (set, candidate, seed) of the study FILE not yet finished, then choose per set on dev."""
     from ddpx.cli.run_commands import at_once, trial_slots
@@ -115,25 +117,18 @@ def study_run_command(file, dry_run, parallel, choose_with_failures, from_record
             click.echo(f"  would run {trial.label}{where}")
         return
     try:
-        recorded = run_study(
-            registry,
-            study,
-            report=RunProgress(study.to_run, len(slots) if slots else 1),
-            warn=lambda text: click.echo(f"Warning: {text}", err=True),
-            slots=slots,
-            choose_with_failures=choose_with_failures,
-            chose=lambda recorded, sets: print_set_chosen(file, recorded, sets),
-        )
+        with study_stop_hint(again):
+            recorded = run_study(
+                registry,
+                study,
+                report=RunProgress(study.to_run, len(slots) if slots else 1),
+                warn=lambda text: click.echo(f"Warning: {text}", err=True),
+                slots=slots,
+                choose_with_failures=choose_with_failures,
+                chose=lambda recorded, sets: print_set_chosen(file, recorded, sets),
+            )
     except StudyUnfinished as exc:
         raise JobFailed(unfinished_message(exc.trials, again)) from None
-    except (JobFailed, KeyboardInterrupt) as exc:
-        if isinstance(exc, JobFailed) and exc.exit_code != 130:
-            raise
-        raise JobFailed(
-            f"the study was interrupted; every finished run is kept. The same command goes on where it stopped: "
-            f"{again}",
-            130,
-        ) from None
     print_choice(recorded)
     print_table(study, recorded)
 

@@ -37,6 +37,16 @@ class JobFailed(Exception):
         self.exit_code = exit_code
 
 
+class StoppedOnRequest(JobFailed):
+    """The run checkpointed and stopped on request (SIGUSR1: a preemption notice, a user); exit 75.
+    The message says how to continue the run alone; ``where`` says only where it stopped, for a sweep
+    or study that ran it and says itself how it goes on."""
+
+    def __init__(self, where: str, requested: str):
+        super().__init__(f"{where}. Continue it with `ddpx recipe {requested} --resume auto`.", 75)
+        self.where = where
+
+
 def did_you_mean(name: str, known: Iterable[str]) -> str:
     """`` Did you mean 'x'?`` for the closest known name, or an empty string."""
     close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)

@@ -26,7 +26,7 @@ from ddpx.contract.job import Job
 from ddpx.contract.records import RunSummary
 from ddpx.launch.gpus import local_gpu_count
 from ddpx.launch.run import prepare_job
-from ddpx.launch.signals import signals_reach_the_ranks
+from ddpx.launch.signals import note_stop_request, raise_if_stop_requested, signals_reach_the_ranks, stop_requested
 from ddpx.launch.trial_process import CPUS_VARIABLE, OUTCOME_FILE
 from ddpx.plugin_host.registry import Registry
 from ddpx.records.tracking import close_tracking_run
@@ -158,6 +158,8 @@ def collect(running: Running) -> None:
         trial.status = "PRUNED" if trial.summary.pruned_after is not None else "FINISHED"
     else:
         trial.status, trial.error = "FAILED", outcome.get("error") or "no error recorded"
+        if outcome.get("exit_code") == 75:  # stopped on request: the sweep or study starts no other
+            note_stop_request()
 
 
 def run_side_by_side(
@@ -169,13 +171,14 @@ def run_side_by_side(
     noun: str = "trial",
 ) -> None:
     """Keep every slot busy until the source has no more trials (``begin(trial)`` before each
-    starts, ``report(trial)`` as each ends); Ctrl-C or SIGTERM stops them all. ``noun``: what the
-    lines printed call a trial (a study's are its runs)."""
+    starts, ``report(trial)`` as each ends); Ctrl-C or SIGTERM stops them all; after a stop on
+    request (SIGUSR1) none starts, and once the running ones have stopped a JobFailed (exit 75) ends
+    it. ``noun``: what the lines printed call a trial (a study's are its runs)."""
     free, running = list(slots), []
     with signals_reach_the_ranks():
         try:
             while True:
-                while free and (trial := source.next()) is not None:
+                while free and not stop_requested() and (trial := source.next()) is not None:
                     begin(trial)
                     running.append(start(registry, trial, free.pop(0)))
                     print(
@@ -184,6 +187,7 @@ def run_side_by_side(
                         flush=True,
                     )
                 if not running:
+                    raise_if_stop_requested()
                     return
                 for ended in [r for r in running if r.process.poll() is not None]:
                     running.remove(ended)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ddpx.config.recipe import Recipe
 from ddpx.contract.disk_full import RESUME_FIX, disk_full_error, disk_full_message
-from ddpx.contract.errors import JobFailed, UserError
+from ddpx.contract.errors import JobFailed, StoppedOnRequest, UserError
 from ddpx.contract.job import Job
 from ddpx.contract.records import RunSummary
 from ddpx.contract.run_dir import DEFAULT_ROOT, RunDir, latest_run_dir
@@ -150,7 +150,7 @@ def read_outcome(registry: Registry, job: Job, outcome: LaunchOutcome) -> RunSum
     run_dir, status = job.run_dir, outcome.status
     if run_dir.stopped_file.is_file() and not run_dir.summary_file.is_file():
         reason = json.loads(run_dir.stopped_file.read_text(encoding="utf-8"))["reason"]
-        raise JobFailed(f"the run {reason}. Continue it with `ddpx recipe {job.requested} --resume auto`.", 75)
+        raise StoppedOnRequest(f"the run {reason}", job.requested)
     if status == 130:
         close_tracking_run(registry, job, "KILLED", "interrupted (Ctrl-C or SIGTERM); every rank was stopped")
         raise JobFailed(

@@ -33,7 +33,7 @@ from ddpx.launch.kept_recipes import with_changes
 from ddpx.launch.parallel_trials import Slot, run_side_by_side
 from ddpx.launch.plan import plan_job
 from ddpx.launch.run import new_run_dir
-from ddpx.launch.signals import signals_reach_the_ranks
+from ddpx.launch.signals import raise_if_stop_requested, signals_reach_the_ranks, stop_requested
 from ddpx.launch.sweep import PlannedTrials, Trial, check_waits, link_to_parent, run_trial
 from ddpx.plugin_host.registry import Registry
 from ddpx.records.guarded_tracker import GuardedTracker
@@ -197,7 +197,8 @@ def run_study(
     its set's choice back (:class:`StudyUnfinished`): a choice is made once and kept, so a run that
     failed once must not leave its candidate out of it for good; the same command reruns what
     failed. ``choose_with_failures`` chooses the sets left anyway, among the candidates whose every
-    seed finished."""
+    seed finished. A stop on request (SIGUSR1) lets the running runs checkpoint and starts no other:
+    a JobFailed (exit 75), and the same command continues those runs from their checkpoints."""
     parent = open_parent(registry, study, warn)
 
     def choose_finished(everything: bool = False) -> RecordedChoice:
@@ -224,14 +225,11 @@ def run_study(
 
     try:
         choose_finished()  # sets whose runs all finished earlier
-        with signals_reach_the_ranks():  # SIGTERM between two runs stops the study as Ctrl-C does
+        with signals_reach_the_ranks():  # SIGTERM between two runs stops the study as Ctrl-C does; SIGUSR1 too
             if slots and len(slots) > 1:
                 run_side_by_side(registry, PlannedTrials(study.to_run), slots, begin, ended, noun="run")
             else:
-                for trial in study.to_run:
-                    begin(trial)
-                    run_trial(registry, trial, parent.run_id)
-                    ended(trial)
+                run_one_at_a_time(registry, study.to_run, parent.run_id, begin, ended)
     except BaseException as exc:
         parent.finish("KILLED", error=f"the study was stopped: {exc}; the same command goes on where it stopped")
         raise
@@ -243,6 +241,17 @@ def run_study(
     recorded = choose_finished(everything=True)
     parent.finish("FAILED" if failed else "FINISHED", error=f"{len(failed)} run(s) failed" if failed else None)
     return recorded
+
+
+def run_one_at_a_time(registry: Registry, trials: list[StudyTrial], parent_run_id, begin, ended) -> None:
+    """The runs one after another; after a stop on request, none more (a JobFailed, exit 75)."""
+    for trial in trials:
+        if stop_requested():
+            break
+        begin(trial)
+        run_trial(registry, trial, parent_run_id)
+        ended(trial)
+    raise_if_stop_requested()
 
 
 def chosen_sets(study: Study) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from typing import Any
 from ddpx.config.recipe import Recipe, resolve_recipe
 from ddpx.config.search_space import is_space
 from ddpx.config.values import parse_override
-from ddpx.contract.errors import JobFailed, UserError
+from ddpx.contract.errors import JobFailed, StoppedOnRequest, UserError
 from ddpx.contract.job import Job
 from ddpx.contract.launch_settings import LaunchSettings
 from ddpx.contract.records import RunSummary
@@ -33,6 +33,7 @@ from ddpx.contract.run_dir import DEFAULT_ROOT, RunDir
 from ddpx.launch.parallel_trials import Slot, TrialSource, run_side_by_side
 from ddpx.launch.plan import plan_job
 from ddpx.launch.run import run_job
+from ddpx.launch.signals import note_stop_request, raise_if_stop_requested, signals_reach_the_ranks, stop_requested
 from ddpx.plugin_host.registry import Registry
 from ddpx.records.guarded_tracker import GuardedTracker
 from ddpx.records.tracking import without_system_metrics
@@ -224,10 +225,12 @@ def run_sweep(
         if slots and len(slots) > 1:
             run_side_by_side(registry, source, slots, lambda trial: link_to_parent(trial, parent.run_id), report)
         else:
-            while (trial := source.next()) is not None:
-                run_trial(registry, trial, parent.run_id)
-                source.finish(trial)
-                report(trial)
+            with signals_reach_the_ranks():  # SIGUSR1 or SIGTERM between two trials too
+                while not stop_requested() and (trial := source.next()) is not None:
+                    run_trial(registry, trial, parent.run_id)
+                    source.finish(trial)
+                    report(trial)
+                raise_if_stop_requested()
     except BaseException as exc:
         parent.finish("KILLED", error=f"the sweep was stopped: {exc}")
         raise
@@ -244,13 +247,17 @@ def link_to_parent(trial: Trial, parent_run_id: str | None) -> None:
 
 
 def run_trial(registry: Registry, trial: Trial, parent_run_id: str | None) -> None:
-    """One trial's job, nested under the parent run; FINISHED, PRUNED or FAILED (Ctrl-C stops all)."""
+    """One trial's job, nested under the parent run; FINISHED, PRUNED or FAILED (Ctrl-C stops all;
+    a trial stopped on request starts no other)."""
     link_to_parent(trial, parent_run_id)
     try:
         trial.summary = run_job(registry, trial.recipe, trial.job)
         trial.status = "PRUNED" if trial.summary and trial.summary.pruned_after is not None else "FINISHED"
     except JobFailed as exc:
         trial.status, trial.error = "FAILED", str(exc)
+        if isinstance(exc, StoppedOnRequest):  # how it goes on is the sweep's or study's to say
+            trial.error = exc.where
+            note_stop_request()
         if exc.exit_code == 130:  # Ctrl-C stops the whole sweep
             raise
 

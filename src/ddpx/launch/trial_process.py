@@ -25,7 +25,7 @@ def pin_to_cores() -> None:
 
 def run_trial_job(job_file: str) -> int:
     """Launch the prepared job; record its outcome in its run folder and return the exit code."""
-    from ddpx.contract.errors import JobFailed, UserError
+    from ddpx.contract.errors import JobFailed, StoppedOnRequest, UserError
     from ddpx.contract.job import Job
     from ddpx.launch.run import launch_job
     from ddpx.plugin_host.registry import load_registry
@@ -35,8 +35,9 @@ def run_trial_job(job_file: str) -> int:
     outcome = {"status": "FINISHED", "exit_code": 0, "error": None}
     try:
         launch_job(load_registry(), job)
-    except JobFailed as exc:
-        outcome = {"status": "FAILED", "exit_code": exc.exit_code, "error": str(exc)}
+    except JobFailed as exc:  # a run stopped on request: where; how it goes on is the sweep's to say
+        error = exc.where if isinstance(exc, StoppedOnRequest) else str(exc)
+        outcome = {"status": "FAILED", "exit_code": exc.exit_code, "error": error}
     except UserError as exc:
         outcome = {"status": "FAILED", "exit_code": 2, "error": exc.message}
     except KeyboardInterrupt:

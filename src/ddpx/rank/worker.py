@@ -52,6 +52,7 @@ def run_rank(job_file: str) -> None:
     # background of a script)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGUSR1, note_early_request)  # a stop request before training: honoured when it starts
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})  # held until now in a rank forked by spawn
     sys.unraisablehook = quiet_stops
     if rank != 0:
         warnings.simplefilter("ignore")

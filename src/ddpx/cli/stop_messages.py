@@ -1,0 +1,72 @@
+"""Stops from outside, as the commands that train hear them: from their first line
+(:func:`heard_from_the_first_line`), and what a sweep or a study says when it stops before its end
+and how the same command goes on: Ctrl-C or SIGTERM (exit 130), or a stop on request (SIGUSR1, a
+preemption notice: exit 75). A trial's own message would point at `ddpx recipe --resume auto`,
+which trains that one run alone."""
+
+from __future__ import annotations
+
+import functools
+from contextlib import contextmanager
+
+from ddpx.contract.errors import JobFailed
+
+
+def heard_from_the_first_line(command):
+    """A command that plans jobs and runs them hears SIGTERM and SIGUSR1 from its first line
+    (``launch/signals.py``): a stop that comes while it plans, or between two runs, is not the
+    signal's default action (the process ended on the spot, silently); a stop on request then
+    reaches each rank as it starts."""
+
+    @functools.wraps(command)
+    def heard(*args, **kwargs):
+        from ddpx.launch.signals import signals_reach_the_ranks
+
+        with signals_reach_the_ranks():
+            return command(*args, **kwargs)
+
+    return heard
+
+
+@contextmanager
+def sweep_stop_hint(how: str):
+    """A sweep stopped: its running trials stopped, and ``how`` it goes on."""
+    try:
+        yield
+    except JobFailed as exc:
+        if exc.exit_code == 75:
+            raise JobFailed(
+                "the sweep was stopped on request (SIGUSR1): no trial started after the request, and any trial "
+                f"under way checkpointed and stopped. {how}",
+                75,
+            ) from None
+        if exc.exit_code != 130:
+            raise
+        raise JobFailed(
+            "the sweep was interrupted: every rank of the running trial(s) was stopped and each trial's "
+            f"run marked KILLED. {how}",
+            130,
+        ) from None
+
+
+@contextmanager
+def study_stop_hint(again: str):
+    """A study stopped: every finished run is kept, and the command ``again`` goes on where it stopped."""
+    try:
+        yield
+    except (JobFailed, KeyboardInterrupt) as exc:
+        code = exc.exit_code if isinstance(exc, JobFailed) else 130
+        if code == 75:
+            raise JobFailed(
+                "the study was stopped on request (SIGUSR1): no run started after the request, and any run under "
+                "way checkpointed and stopped; every finished run is kept. The same command goes on where it "
+                f"stopped, a run that stopped from its checkpoint: {again}",
+                75,
+            ) from None
+        if code != 130:
+            raise
+        raise JobFailed(
+            f"the study was interrupted; every finished run is kept. The same command goes on where it stopped: "
+            f"{again}",
+            130,
+        ) from None

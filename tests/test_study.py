@@ -743,7 +743,7 @@ def test_a_stop_on_request_ends_the_study_after_its_run_which_the_same_command_c
     assert process.returncode == 75, err
     assert "the study was stopped on request (SIGUSR1)" in err and "Traceback" not in err, err
     assert "a run that stopped from its checkpoint: ddpx study run s.toml" in err
-    assert re.search(r"ddpx: run 1 \(.*\): FAILED: the run stopped on request \d+ step\(s\) into epoch 2;", out), out
+    assert re.search(r"ddpx: run 1 \(.*\): FAILED: the run stopped on request (after epoch 1|\d+ step\(s\) into epoch 2);", out), out
     assert "--resume auto" not in out + err  # the study goes on; `ddpx recipe --resume` would train that run alone
     [stopped] = (tmp_path / "ddpx-runs").glob("tiny_mlp-*")  # no run started after the request
     assert (stopped / "checkpoints" / "last.pt").is_file() and not (stopped / "summary.json").is_file()

@@ -28,25 +28,31 @@ def heard_from_the_first_line(command):
     return heard
 
 
+def stopped_code(exc: BaseException) -> int | None:
+    """130 for Ctrl-C or SIGTERM (a KeyboardInterrupt between runs, or a run's exit), 75 for a stop on
+    request; None for any other failure."""
+    if isinstance(exc, KeyboardInterrupt):
+        return 130
+    code = getattr(exc, "exit_code", None)
+    return code if code in (75, 130) else None
+
+
 @contextmanager
 def sweep_stop_hint(how: str):
-    """A sweep stopped: its running trials stopped, and ``how`` it goes on."""
+    """A sweep stopped: its trials under way stopped, and ``how`` it goes on."""
     try:
         yield
-    except JobFailed as exc:
-        if exc.exit_code == 75:
-            raise JobFailed(
-                "the sweep was stopped on request (SIGUSR1): no trial started after the request, and any trial "
-                f"under way checkpointed and stopped. {how}",
-                75,
-            ) from None
-        if exc.exit_code != 130:
+    except (JobFailed, KeyboardInterrupt) as exc:
+        code = stopped_code(exc)
+        if code is None:
             raise
-        raise JobFailed(
-            "the sweep was interrupted: every rank of the running trial(s) was stopped and each trial's "
-            f"run marked KILLED. {how}",
-            130,
-        ) from None
+        what = (
+            "was stopped on request (SIGUSR1): no trial started after the request, and any trial under way "
+            "checkpointed and stopped"
+            if code == 75
+            else "was interrupted: every rank of the running trial(s) was stopped and each trial's run marked KILLED"
+        )
+        raise JobFailed(f"the sweep {what}. {how}", code) from None
 
 
 @contextmanager
@@ -55,18 +61,14 @@ def study_stop_hint(again: str):
     try:
         yield
     except (JobFailed, KeyboardInterrupt) as exc:
-        code = exc.exit_code if isinstance(exc, JobFailed) else 130
-        if code == 75:
-            raise JobFailed(
-                "the study was stopped on request (SIGUSR1): no run started after the request, and any run under "
-                "way checkpointed and stopped; every finished run is kept. The same command goes on where it "
-                f"stopped, a run that stopped from its checkpoint: {again}",
-                75,
-            ) from None
-        if code != 130:
+        code = stopped_code(exc)
+        if code is None:
             raise
-        raise JobFailed(
-            f"the study was interrupted; every finished run is kept. The same command goes on where it stopped: "
-            f"{again}",
-            130,
-        ) from None
+        what = (
+            "was stopped on request (SIGUSR1): no run started after the request, and any run under way "
+            "checkpointed and stopped; every finished run is kept. The same command goes on where it stopped, "
+            "a run that stopped from its checkpoint"
+            if code == 75
+            else "was interrupted; every finished run is kept. The same command goes on where it stopped"
+        )
+        raise JobFailed(f"the study {what}: {again}", code) from None

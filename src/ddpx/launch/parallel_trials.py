@@ -26,7 +26,7 @@ from ddpx.contract.job import Job
 from ddpx.contract.records import RunSummary
 from ddpx.launch.gpus import local_gpu_count
 from ddpx.launch.run import prepare_job
-from ddpx.launch.signals import note_stop_request, raise_if_stop_requested, signals_reach_the_ranks, stop_requested
+from ddpx.launch.signals import signals_reach_the_ranks, stop_requested, stopped_on_request
 from ddpx.launch.trial_process import CPUS_VARIABLE, OUTCOME_FILE
 from ddpx.plugin_host.registry import Registry
 from ddpx.records.tracking import close_tracking_run
@@ -36,9 +36,11 @@ STOP_GRACE_S = 30.0
 
 class TrialSource(Protocol):
     """Where a sweep's trials come from: ``next()`` gives the next one to start (None: no more),
-    ``finish(trial)`` takes one back once it ended."""
+    ``more()`` says whether it would (asking for none), ``finish(trial)`` takes one back once it ended."""
 
     def next(self): ...
+
+    def more(self) -> bool: ...
 
     def finish(self, trial) -> None: ...
 
@@ -158,8 +160,9 @@ def collect(running: Running) -> None:
         trial.status = "PRUNED" if trial.summary.pruned_after is not None else "FINISHED"
     else:
         trial.status, trial.error = "FAILED", outcome.get("error") or "no error recorded"
-        if outcome.get("exit_code") == 75:  # stopped on request: the sweep or study starts no other
-            note_stop_request()
+        if outcome.get("exit_code") == 75:  # stopped on request: so are the others, and none starts
+            trial.stopped = True
+            os.kill(os.getpid(), signal.SIGUSR1)  # heard by signals_reach_the_ranks, around every trial
 
 
 def run_side_by_side(
@@ -174,7 +177,7 @@ def run_side_by_side(
     starts, ``report(trial)`` as each ends); Ctrl-C or SIGTERM stops them all; after a stop on
     request (SIGUSR1) none starts, and once the running ones have stopped a JobFailed (exit 75) ends
     it. ``noun``: what the lines printed call a trial (a study's are its runs)."""
-    free, running = list(slots), []
+    free, running, stopped = list(slots), [], False
     with signals_reach_the_ranks():
         try:
             while True:
@@ -187,13 +190,16 @@ def run_side_by_side(
                         flush=True,
                     )
                 if not running:
-                    raise_if_stop_requested()
+                    if stopped or (stop_requested() and source.more()):
+                        raise stopped_on_request()
                     return
                 for ended in [r for r in running if r.process.poll() is not None]:
                     running.remove(ended)
                     free.append(ended.slot)
                     collect(ended)
-                    source.finish(ended.trial)
+                    if not ended.trial.stopped:  # a stopped trial: the same command goes on with it
+                        source.finish(ended.trial)
+                    stopped |= ended.trial.stopped
                     report(ended.trial)
                 time.sleep(0.2)
         except KeyboardInterrupt:

@@ -205,11 +205,16 @@ class StudyTrials:
         ended = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
         return total - (len(self.study.get_trials(deepcopy=False, states=ended)) - search.interrupted)
 
-    def next(self) -> Trial | None:
-        search, options = self.search, self.search.options
+    def more(self) -> bool:
+        """Whether the search has trials left to ask for (its count, its time)."""
+        timeout = self.search.options.timeout_s
         if self.left is None:
             self.left = self._count()
-        if self.left <= 0 or (options.timeout_s is not None and time.monotonic() - self.started > options.timeout_s):
+        return self.left > 0 and (timeout is None or time.monotonic() - self.started <= timeout)
+
+    def next(self) -> Trial | None:
+        search, options = self.search, self.search.options
+        if not self.more():
             return None
         self.left -= 1
         if search.sweep.parent_run_id:

@@ -18,12 +18,12 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from ddpx.contract.errors import JobFailed
 
-RANK_MARKERS = (b"ddpx.rank.worker", b"spawn_main")  # torchrun's and srun's workers; a spawned rank
+RANK_MARKERS = (b"ddpx.rank.worker", b"spawn_main")  # torchrun's workers; a spawned rank
 NOT_RANKS = (b"torch.distributed.run",)  # torchrun itself names the worker module in its arguments
 FORK_SERVER = b"multiprocessing.forkserver"  # the spawn launcher's fork server, and each rank it forked
 RELAY_EVERY_S = 0.5  # how often a stop request is passed to ranks that started after it
@@ -46,10 +46,10 @@ def forget_stop_requests() -> None:
     _STOP_REQUEST.clear()
 
 
-def raise_if_stop_requested() -> None:
-    """End a sweep or study asked to stop, once none of its runs is running (exit 75, as a run's)."""
-    if stop_requested():
-        raise JobFailed("stopped on request (SIGUSR1): the running runs checkpointed and stopped", 75)
+def stopped_on_request() -> JobFailed:
+    """What ends a sweep or study asked to stop with work left (exit 75, as a run's); the command
+    says how it goes on."""
+    return JobFailed("stopped on request (SIGUSR1): the runs under way checkpointed and stopped", 75)
 
 
 def _children_by_parent() -> dict[int, list[int]]:
@@ -86,42 +86,51 @@ def rank_processes(root: int | None = None) -> list[int]:
     return found
 
 
+SIGUSR1_BIT = 1 << (signal.SIGUSR1 - 1)  # in /proc/PID/status's signal masks
+
+
+def hears_stop_requests(pid: int) -> bool:
+    """Whether SIGUSR1 to ``pid`` is a stop request it will read, not the default action that ends
+    it: the process catches it (its handler is in place) or holds it blocked until it is (a rank forked
+    by the spawn launcher's fork server). A rank still importing (a torchrun worker) does neither."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    masks = dict(line.split(":\t", 1) for line in status.splitlines() if line.startswith(("SigBlk", "SigCgt")))
+    return any(int(masks.get(name, "0"), 16) & SIGUSR1_BIT for name in ("SigBlk", "SigCgt"))
+
+
 class StopRequestRelay:
-    """Passes a stop request (SIGUSR1) to every rank under this process: those running now, and, until
-    :meth:`close`, each rank that starts later (a run starting as the request came: its ranks did not
-    exist yet), every :data:`RELAY_EVERY_S`. A rank hears it once."""
+    """Passes a stop request (SIGUSR1) to every rank under this process: those running now and, until
+    :meth:`close`, each that starts later (a run starting as the request came), checked every
+    :data:`RELAY_EVERY_S`; each rank once, when it hears such requests (:func:`hears_stop_requests`).
+    The signal handler only notes the request; a thread of the block does the rest."""
 
     def __init__(self) -> None:
         self.reached: set[int] = set()
-        self.closed = threading.Event()
-        self.relay: threading.Thread | None = None
+        self.requested, self.closed = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self._relay, name="ddpx-stop-relay", daemon=True)
 
     def __call__(self, signum=None, frame=None) -> None:
         note_stop_request()
-        self.start()
+        self.requested.set()
 
-    def start(self) -> None:
-        """Reach the ranks running now, and from now on each that starts."""
-        self.reach_ranks()
-        if self.relay is None:
-            self.relay = threading.Thread(target=self._keep_reaching, name="ddpx-stop-relay", daemon=True)
-            self.relay.start()
-
-    def reach_ranks(self) -> None:
-        for pid in rank_processes():
-            if pid not in self.reached:
-                self.reached.add(pid)
-                try:
-                    os.kill(pid, signal.SIGUSR1)
-                except ProcessLookupError:
-                    pass
-
-    def _keep_reaching(self) -> None:
-        while not self.closed.wait(RELAY_EVERY_S):
-            self.reach_ranks()
+    def _relay(self) -> None:
+        self.requested.wait()
+        while not self.closed.is_set():
+            for pid in rank_processes():
+                if pid not in self.reached and hears_stop_requests(pid):
+                    self.reached.add(pid)
+                    try:
+                        os.kill(pid, signal.SIGUSR1)
+                    except ProcessLookupError:
+                        pass
+            self.closed.wait(RELAY_EVERY_S)
 
     def close(self) -> None:
         self.closed.set()
+        self.requested.set()  # the thread, if it still waits, ends
 
 
 _DEPTH = [0]  # how many signals_reach_the_ranks blocks this process is in (a study's, its run's)
@@ -140,19 +149,18 @@ def signals_reach_the_ranks() -> Iterator[None]:
     def interrupt(signum, frame):
         raise KeyboardInterrupt
 
-    if _DEPTH[0] == 0:
-        forget_stop_requests()
-    _DEPTH[0] += 1
-    relay = StopRequestRelay()
-    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, interrupt)}
-    if Path("/proc").is_dir():
-        previous[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, relay)
-        if stop_requested():
-            relay.start()
-    try:
+    relay, previous = StopRequestRelay(), {}
+    with ExitStack() as undo:
+        if _DEPTH[0] == 0:
+            forget_stop_requests()
+        _DEPTH[0] += 1
+        undo.callback(_DEPTH.__setitem__, 0, _DEPTH[0] - 1)
+        undo.callback(lambda: [signal.signal(signum, handler) for signum, handler in previous.items()])
+        undo.callback(relay.close)
+        relay.thread.start()
+        previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, interrupt)
+        if Path("/proc").is_dir():
+            previous[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, relay)
+            if stop_requested():
+                relay.requested.set()
         yield
-    finally:
-        _DEPTH[0] -= 1
-        relay.close()
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)

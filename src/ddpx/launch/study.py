@@ -33,7 +33,7 @@ from ddpx.launch.kept_recipes import with_changes
 from ddpx.launch.parallel_trials import Slot, run_side_by_side
 from ddpx.launch.plan import plan_job
 from ddpx.launch.run import new_run_dir
-from ddpx.launch.signals import raise_if_stop_requested, signals_reach_the_ranks, stop_requested
+from ddpx.launch.signals import signals_reach_the_ranks, stop_requested, stopped_on_request
 from ddpx.launch.sweep import PlannedTrials, Trial, check_waits, link_to_parent, run_trial
 from ddpx.plugin_host.registry import Registry
 from ddpx.records.guarded_tracker import GuardedTracker
@@ -244,14 +244,18 @@ def run_study(
 
 
 def run_one_at_a_time(registry: Registry, trials: list[StudyTrial], parent_run_id, begin, ended) -> None:
-    """The runs one after another; after a stop on request, none more (a JobFailed, exit 75)."""
+    """The runs one after another; after a stop on request none more, and, where one stopped on
+    request or runs are left, a JobFailed (exit 75)."""
+    stopped = False
     for trial in trials:
         if stop_requested():
-            break
+            raise stopped_on_request()
         begin(trial)
         run_trial(registry, trial, parent_run_id)
         ended(trial)
-    raise_if_stop_requested()
+        stopped |= trial.stopped
+    if stopped:
+        raise stopped_on_request()
 
 
 def chosen_sets(study: Study) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from ddpx.contract.run_dir import DEFAULT_ROOT, RunDir
 from ddpx.launch.parallel_trials import Slot, TrialSource, run_side_by_side
 from ddpx.launch.plan import plan_job
 from ddpx.launch.run import run_job
-from ddpx.launch.signals import note_stop_request, raise_if_stop_requested, signals_reach_the_ranks, stop_requested
+from ddpx.launch.signals import note_stop_request, signals_reach_the_ranks, stop_requested, stopped_on_request
 from ddpx.plugin_host.registry import Registry
 from ddpx.records.guarded_tracker import GuardedTracker
 from ddpx.records.tracking import without_system_metrics
@@ -48,6 +48,7 @@ class Trial:
     status: str = "PENDING"  # then FINISHED, PRUNED (a search's pruner stopped it) or FAILED
     summary: RunSummary | None = None
     error: str | None = None
+    stopped: bool = False  # FAILED because it stopped on request: the same command goes on with it
 
     @property
     def label(self) -> str:
@@ -176,10 +177,13 @@ class PlannedTrials:
     """A grid's trials, in order (a :class:`~ddpx.launch.parallel_trials.TrialSource`)."""
 
     def __init__(self, trials: list[Trial]):
-        self._left = iter(list(trials))
+        self._left = list(trials)
 
     def next(self) -> Trial | None:
-        return next(self._left, None)
+        return self._left.pop(0) if self._left else None
+
+    def more(self) -> bool:
+        return bool(self._left)
 
     def finish(self, trial: Trial) -> None:
         pass
@@ -226,11 +230,7 @@ def run_sweep(
             run_side_by_side(registry, source, slots, lambda trial: link_to_parent(trial, parent.run_id), report)
         else:
             with signals_reach_the_ranks():  # SIGUSR1 or SIGTERM between two trials too
-                while not stop_requested() and (trial := source.next()) is not None:
-                    run_trial(registry, trial, parent.run_id)
-                    source.finish(trial)
-                    report(trial)
-                raise_if_stop_requested()
+                run_in_turn(registry, source, parent.run_id, report)
     except BaseException as exc:
         parent.finish("KILLED", error=f"the sweep was stopped: {exc}")
         raise
@@ -238,6 +238,21 @@ def run_sweep(
         parent.log_artifact(path, "search")
     _finish_parent(parent, sweep)
     return sweep
+
+
+def run_in_turn(registry: Registry, source: TrialSource, parent_run_id: str | None, report) -> None:
+    """The trials one after another. After a stop on request (SIGUSR1) none starts; where a trial
+    stopped on request or the source has more, a JobFailed (exit 75) ends the sweep. A stopped trial
+    is not taken back by its source: a search's ``--resume`` runs it again."""
+    stopped = False
+    while not stop_requested() and (trial := source.next()) is not None:
+        run_trial(registry, trial, parent_run_id)
+        if not trial.stopped:
+            source.finish(trial)
+        stopped |= trial.stopped
+        report(trial)
+    if stopped or (stop_requested() and source.more()):
+        raise stopped_on_request()
 
 
 def link_to_parent(trial: Trial, parent_run_id: str | None) -> None:
@@ -256,7 +271,7 @@ def run_trial(registry: Registry, trial: Trial, parent_run_id: str | None) -> No
     except JobFailed as exc:
         trial.status, trial.error = "FAILED", str(exc)
         if isinstance(exc, StoppedOnRequest):  # how it goes on is the sweep's or study's to say
-            trial.error = exc.where
+            trial.error, trial.stopped = exc.where, True
             note_stop_request()
         if exc.exit_code == 130:  # Ctrl-C stops the whole sweep
             raise

@@ -209,10 +209,12 @@ def start_ranks(processes, method: str) -> None:
 
 @contextmanager
 def ctrl_c_blocked() -> Iterator[None]:
-    """SIGINT blocked (pending, not lost) in this thread inside the block; the mask as it was after.
-    The resource tracker is started first: its first start unblocks SIGINT in the thread that starts it."""
+    """SIGINT and SIGUSR1 blocked (pending, not lost) in this thread inside the block, and so in each
+    rank it spawns until the rank lets them through (a stop request once its handler is in place);
+    the mask as it was after. The resource tracker is started first: its first start unblocks SIGINT
+    in the thread that starts it."""
     resource_tracker.ensure_running()
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGUSR1})
     try:
         yield
     finally:

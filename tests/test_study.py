@@ -575,6 +575,7 @@ def run_study(folder: Path, tracking_uri: str, experiment: str, stop_after: int 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # five studies one after another: 190-250 s here, past the 300 s guard on a loaded machine
 def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records(tmp_path, tracking_uri, experiment):
     (tmp_path / "s.toml").write_text(STUDY)
     status, out, err = run_study(tmp_path, tracking_uri, experiment, stop_after=3)
@@ -630,6 +631,10 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
     choice = json.loads((folder / "choice.json").read_text())
     assert parent.data.tags["ddpx.study.choice.easy"] == choice["easy"]["chosen"]
     nested = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert all(  # each run says which set and candidate it is, to filter by in the MLflow UI
+        r.data.tags.get("ddpx.study.set") in ("easy", "hard") and r.data.tags.get("ddpx.study.candidate")
+        for r in nested
+    )
     [went_on] = [r for r in nested if r.info.run_name == crashed.name]  # the crashed run's own MLflow run, finished
     assert went_on.info.status == "FINISHED" and went_on.data.metrics["heldout_accuracy"] > 0
     # the stopped study's parent run went on: every finished run of the three attempts is nested under it
@@ -743,7 +748,9 @@ def test_a_stop_on_request_ends_the_study_after_its_run_which_the_same_command_c
     assert process.returncode == 75, err
     assert "the study was stopped on request (SIGUSR1)" in err and "Traceback" not in err, err
     assert "a run that stopped from its checkpoint: ddpx study run s.toml" in err
-    assert re.search(r"ddpx: run 1 \(.*\): FAILED: the run stopped on request (after epoch 1|\d+ step\(s\) into epoch 2);", out), out
+    assert re.search(
+        r"ddpx: run 1 \(.*\): FAILED: the run stopped on request (after epoch 1|\d+ step\(s\) into epoch 2);", out
+    ), out
     assert "--resume auto" not in out + err  # the study goes on; `ddpx recipe --resume` would train that run alone
     [stopped] = (tmp_path / "ddpx-runs").glob("tiny_mlp-*")  # no run started after the request
     assert (stopped / "checkpoints" / "last.pt").is_file() and not (stopped / "summary.json").is_file()

@@ -38,37 +38,36 @@ def stopped_code(exc: BaseException) -> int | None:
 
 
 @contextmanager
+def stop_hint(messages: dict[int, str]):
+    """A sweep or study stopped (exit 130 or 75): its own message for how it stopped and goes on."""
+    try:
+        yield
+    except (JobFailed, KeyboardInterrupt) as exc:
+        code = stopped_code(exc)
+        if code is None:
+            raise
+        raise JobFailed(messages[code], code) from None
+
+
 def sweep_stop_hint(how: str):
     """A sweep stopped: its trials under way stopped, and ``how`` it goes on."""
-    try:
-        yield
-    except (JobFailed, KeyboardInterrupt) as exc:
-        code = stopped_code(exc)
-        if code is None:
-            raise
-        what = (
-            "was stopped on request (SIGUSR1): no trial started after the request, and any trial under way "
-            "checkpointed and stopped"
-            if code == 75
-            else "was interrupted: every rank of the running trial(s) was stopped and each trial's run marked KILLED"
-        )
-        raise JobFailed(f"the sweep {what}. {how}", code) from None
+    return stop_hint(
+        {
+            75: "the sweep was stopped on request (SIGUSR1): no trial started after the request, and any trial "
+            f"under way checkpointed and stopped. {how}",
+            130: "the sweep was interrupted: every rank of the running trial(s) was stopped and each trial's run "
+            f"marked KILLED. {how}",
+        }
+    )
 
 
-@contextmanager
 def study_stop_hint(again: str):
     """A study stopped: every finished run is kept, and the command ``again`` goes on where it stopped."""
-    try:
-        yield
-    except (JobFailed, KeyboardInterrupt) as exc:
-        code = stopped_code(exc)
-        if code is None:
-            raise
-        what = (
-            "was stopped on request (SIGUSR1): no run started after the request, and any run under way "
-            "checkpointed and stopped; every finished run is kept. The same command goes on where it stopped, "
-            "a run that stopped from its checkpoint"
-            if code == 75
-            else "was interrupted; every finished run is kept. The same command goes on where it stopped"
-        )
-        raise JobFailed(f"the study {what}: {again}", code) from None
+    return stop_hint(
+        {
+            75: "the study was stopped on request (SIGUSR1): no run started after the request, and any run under "
+            "way checkpointed and stopped; every finished run is kept. The same command goes on where it stopped, "
+            f"a run that stopped from its checkpoint: {again}",
+            130: f"the study was interrupted; every finished run is kept. The same command goes on where it stopped: {again}",
+        }
+    )

@@ -33,8 +33,9 @@ from ddpx.launch.kept_recipes import with_changes
 from ddpx.launch.parallel_trials import Slot, run_side_by_side
 from ddpx.launch.plan import plan_job
 from ddpx.launch.run import new_run_dir
-from ddpx.launch.signals import signals_reach_the_ranks, stop_requested, stopped_on_request
-from ddpx.launch.sweep import PlannedTrials, Trial, check_waits, link_to_parent, run_trial
+from ddpx.launch.signals import signals_reach_the_ranks
+from ddpx.launch.sweep import PlannedTrials, Trial, check_waits
+from ddpx.launch.trial_runs import link_to_parent, run_in_turn
 from ddpx.plugin_host.registry import Registry
 from ddpx.records.guarded_tracker import GuardedTracker
 from ddpx.records.study_kept import merged_kept
@@ -229,7 +230,7 @@ def run_study(
             if slots and len(slots) > 1:
                 run_side_by_side(registry, PlannedTrials(study.to_run), slots, begin, ended, noun="run")
             else:
-                run_one_at_a_time(registry, study.to_run, parent.run_id, begin, ended)
+                run_in_turn(registry, PlannedTrials(study.to_run), parent.run_id, begin, ended)
     except BaseException as exc:
         parent.finish("KILLED", error=f"the study was stopped: {exc}; the same command goes on where it stopped")
         raise
@@ -241,21 +242,6 @@ def run_study(
     recorded = choose_finished(everything=True)
     parent.finish("FAILED" if failed else "FINISHED", error=f"{len(failed)} run(s) failed" if failed else None)
     return recorded
-
-
-def run_one_at_a_time(registry: Registry, trials: list[StudyTrial], parent_run_id, begin, ended) -> None:
-    """The runs one after another; after a stop on request none more, and, where one stopped on
-    request or runs are left, a JobFailed (exit 75)."""
-    stopped = False
-    for trial in trials:
-        if stop_requested():
-            raise stopped_on_request()
-        begin(trial)
-        run_trial(registry, trial, parent_run_id)
-        ended(trial)
-        stopped |= trial.stopped
-    if stopped:
-        raise stopped_on_request()
 
 
 def chosen_sets(study: Study) -> dict[str, Any]:

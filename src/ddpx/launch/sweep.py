@@ -25,15 +25,15 @@ from typing import Any
 from ddpx.config.recipe import Recipe, resolve_recipe
 from ddpx.config.search_space import is_space
 from ddpx.config.values import parse_override
-from ddpx.contract.errors import JobFailed, StoppedOnRequest, UserError
+from ddpx.contract.errors import UserError
 from ddpx.contract.job import Job
 from ddpx.contract.launch_settings import LaunchSettings
 from ddpx.contract.records import RunSummary
 from ddpx.contract.run_dir import DEFAULT_ROOT, RunDir
 from ddpx.launch.parallel_trials import Slot, TrialSource, run_side_by_side
 from ddpx.launch.plan import plan_job
-from ddpx.launch.run import run_job
-from ddpx.launch.signals import note_stop_request, signals_reach_the_ranks, stop_requested, stopped_on_request
+from ddpx.launch.signals import signals_reach_the_ranks
+from ddpx.launch.trial_runs import link_to_parent, run_in_turn
 from ddpx.plugin_host.registry import Registry
 from ddpx.records.guarded_tracker import GuardedTracker
 from ddpx.records.tracking import without_system_metrics
@@ -230,7 +230,7 @@ def run_sweep(
             run_side_by_side(registry, source, slots, lambda trial: link_to_parent(trial, parent.run_id), report)
         else:
             with signals_reach_the_ranks():  # SIGUSR1 or SIGTERM between two trials too
-                run_in_turn(registry, source, parent.run_id, report)
+                run_in_turn(registry, source, parent.run_id, lambda trial: None, report)
     except BaseException as exc:
         parent.finish("KILLED", error=f"the sweep was stopped: {exc}")
         raise
@@ -238,43 +238,6 @@ def run_sweep(
         parent.log_artifact(path, "search")
     _finish_parent(parent, sweep)
     return sweep
-
-
-def run_in_turn(registry: Registry, source: TrialSource, parent_run_id: str | None, report) -> None:
-    """The trials one after another. After a stop on request (SIGUSR1) none starts; where a trial
-    stopped on request or the source has more, a JobFailed (exit 75) ends the sweep. A stopped trial
-    is not taken back by its source: a search's ``--resume`` runs it again."""
-    stopped = False
-    while not stop_requested() and (trial := source.next()) is not None:
-        run_trial(registry, trial, parent_run_id)
-        if not trial.stopped:
-            source.finish(trial)
-        stopped |= trial.stopped
-        report(trial)
-    if stopped or (stop_requested() and source.more()):
-        raise stopped_on_request()
-
-
-def link_to_parent(trial: Trial, parent_run_id: str | None) -> None:
-    """Nest the trial's run under the sweep's parent run."""
-    trial.job.parent_run_id = parent_run_id
-    trial.job.tags = {"ddpx.sweep.trial": str(trial.number), "ddpx.sweep.parent": parent_run_id or ""}
-
-
-def run_trial(registry: Registry, trial: Trial, parent_run_id: str | None) -> None:
-    """One trial's job, nested under the parent run; FINISHED, PRUNED or FAILED (Ctrl-C stops all;
-    a trial stopped on request starts no other)."""
-    link_to_parent(trial, parent_run_id)
-    try:
-        trial.summary = run_job(registry, trial.recipe, trial.job)
-        trial.status = "PRUNED" if trial.summary and trial.summary.pruned_after is not None else "FINISHED"
-    except JobFailed as exc:
-        trial.status, trial.error = "FAILED", str(exc)
-        if isinstance(exc, StoppedOnRequest):  # how it goes on is the sweep's or study's to say
-            trial.error, trial.stopped = exc.where, True
-            note_stop_request()
-        if exc.exit_code == 130:  # Ctrl-C stops the whole sweep
-            raise
 
 
 def _finish_parent(parent: GuardedTracker, sweep: Sweep) -> None:

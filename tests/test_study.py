@@ -719,7 +719,7 @@ name = "one_set"
 seeds = [0, 1]
 
 [sets.easy]
-overrides = ["train.max_epochs=2", "train.stop_check_every=1", "dataset.train_size=6000"]  # epochs of ~90 steps
+overrides = ["train.max_epochs=2", "train.stop_check_every=1", "dataset.train_size=3000"]  # epochs of ~90 steps
 
 [[sets.easy.candidates]]
 recipe = "{TINY}"
@@ -733,7 +733,20 @@ def test_a_stop_on_request_ends_the_study_after_its_run_which_the_same_command_c
     its next step, no other run starts, the study ends with exit 75 saying how it goes on, and the
     same command continues that run from its checkpoint."""
     (tmp_path / "s.toml").write_text(ONE_SET)
-    command = [sys.executable, "-m", "ddpx", "study", "run", "s.toml", "--tracking", "none"]
+    command = [
+        sys.executable,
+        "-m",
+        "ddpx",
+        "study",
+        "run",
+        "s.toml",
+        "--tracking",
+        "none",
+        "--nproc",
+        "1",
+        "--parallel",
+        "1",
+    ]
     process = subprocess.Popen(
         command, cwd=tmp_path, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

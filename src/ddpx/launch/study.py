@@ -230,7 +230,7 @@ def run_study(
             if slots and len(slots) > 1:
                 run_side_by_side(registry, PlannedTrials(study.to_run), slots, begin, ended, noun="run")
             else:
-                run_in_turn(registry, PlannedTrials(study.to_run), parent.run_id, begin, ended)
+                run_in_turn(registry, PlannedTrials(study.to_run), begin, ended)
     except BaseException as exc:
         parent.finish("KILLED", error=f"the study was stopped: {exc}; the same command goes on where it stopped")
         raise

@@ -230,7 +230,7 @@ def run_sweep(
             run_side_by_side(registry, source, slots, lambda trial: link_to_parent(trial, parent.run_id), report)
         else:
             with signals_reach_the_ranks():  # SIGUSR1 or SIGTERM between two trials too
-                run_in_turn(registry, source, parent.run_id, lambda trial: None, report)
+                run_in_turn(registry, source, lambda trial: link_to_parent(trial, parent.run_id), report)
     except BaseException as exc:
         parent.finish("KILLED", error=f"the sweep was stopped: {exc}")
         raise

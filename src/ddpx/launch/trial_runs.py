@@ -16,15 +16,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from ddpx.launch.sweep import Trial
 
 
-def run_in_turn(registry: Registry, source: TrialSource, parent_run_id: str | None, begin, report) -> None:
-    """The trials one after another (``begin(trial)`` before each, ``report(trial)`` after). After a
+def run_in_turn(registry: Registry, source: TrialSource, begin, report) -> None:
+    """The trials one after another (``begin(trial)`` before each: its link to the parent run, as
+    side by side; ``report(trial)`` after). After a
     stop on request (SIGUSR1) none starts; where a trial stopped on request or the source has more, a
     JobFailed (exit 75) ends the sweep or study. A stopped trial is not taken back by its source: a
     search's ``--resume`` runs it again, a study's same command continues it."""
     stopped = False
     while not stop_requested() and (trial := source.next()) is not None:
         begin(trial)
-        run_trial(registry, trial, parent_run_id)
+        run_trial(registry, trial)
         if not trial.stopped:
             source.finish(trial)
         stopped |= trial.stopped
@@ -40,10 +41,9 @@ def link_to_parent(trial: Trial, parent_run_id: str | None) -> None:
     trial.job.tags = {**trial.job.tags, "ddpx.sweep.trial": str(trial.number), "ddpx.sweep.parent": parent_run_id or ""}
 
 
-def run_trial(registry: Registry, trial: Trial, parent_run_id: str | None) -> None:
-    """One trial's job, nested under the parent run; FINISHED, PRUNED or FAILED (Ctrl-C stops all;
-    a trial stopped on request starts no other)."""
-    link_to_parent(trial, parent_run_id)
+def run_trial(registry: Registry, trial: Trial) -> None:
+    """One trial's job (linked to its parent run by the caller's ``begin``); FINISHED, PRUNED or
+    FAILED (Ctrl-C stops all; a trial stopped on request starts no other)."""
     try:
         trial.summary = run_job(registry, trial.recipe, trial.job)
         trial.status = "PRUNED" if trial.summary and trial.summary.pruned_after is not None else "FINISHED"

@@ -1,6 +1,7 @@
 """The Slurm launcher on a real one-node Slurm cluster (started by .ci/slurm-cluster in CI)."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -174,7 +175,8 @@ def test_a_parallel_sweep_submits_its_trials_as_slurm_jobs_at_once(run_ddpx, tra
 @pytest.mark.slow
 @needs_cluster
 def test_inside_an_allocation_ranks_start_with_srun(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(TEST_PLUGINS)}
+    # OMP_DISPLAY_ENV: each rank's OpenMP library says what it read as the rank loads torch
+    env = {**os.environ, "PYTHONPATH": str(TEST_PLUGINS), "OMP_DISPLAY_ENV": "VERBOSE"}
     command = f"{sys.executable} -m ddpx recipe {TINY} --launcher slurm --nproc 2 --tracking none"
     job_id = subprocess.run(
         [
@@ -196,6 +198,7 @@ def test_inside_an_allocation_ranks_start_with_srun(tmp_path):
     text = log.read_text()
     assert state == "COMPLETED", text
     assert "inside Slurm allocation" in text and "done: tiny_mlp" in text
+    assert re.findall(r"GOMP_SPINCOUNT = '(\d+)'", text) == ["0", "0"], text  # idle threads sleep in both ranks
 
 
 @pytest.mark.slow

@@ -1,6 +1,7 @@
 """End to end: real spawn and torchrun jobs on CPU/gloo, read back from a real MLflow store."""
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -41,9 +42,16 @@ def test_launchers_run_the_job_and_log_one_mlflow_run(run_ddpx, tracking_uri, ex
     temp = tmp_path / "temp"
     temp.mkdir()
     kernels = {"ATEN_CPU_CAPABILITY": "default"} if launcher == "torchrun" else {}  # torch's plainest CPU kernels
-    result = run_ddpx(*args, env={"TMPDIR": str(temp), **kernels})
+    # OMP_DISPLAY_ENV: torch's OpenMP library prints what it read as each process loads it
+    result = run_ddpx(*args, env={"TMPDIR": str(temp), "OMP_DISPLAY_ENV": "VERBOSE", **kernels})
     assert result.returncode == 0, result.output
     world = nproc or 2  # the default on a machine without GPUs
+    # idle threads sleep at once rather than spin (a busy machine's cores go to the working threads;
+    # without OMP_WAIT_POLICY libgomp spins 300000 times first): in the fork server the ranks fork
+    # from, or in torchrun and each of its ranks (their output in launcher.log)
+    read = result.stderr if launcher == "spawn" else (result.run_dirs()[0] / "launcher.log").read_text()
+    spins = re.findall(r"GOMP_SPINCOUNT = '(\d+)'", read)
+    assert spins == ["0"] * (1 if launcher == "spawn" else 1 + world), read[-2000:]
     assert f"on {world} rank(s), launcher {launcher}, backend gloo" in result.stdout
     assert result.stdout.count("epoch 1/3") == 1, "only rank 0 prints"
     assert "done: tiny_mlp" in result.stdout and "heldout_accuracy" in result.stdout

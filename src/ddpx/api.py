@@ -44,8 +44,9 @@ Importing it is cheap: neither torch nor mlflow is imported.
   ``LOCAL_WORLD_SIZE``) from its environment.
 - :func:`run_supervised` runs a supervising command (torchrun, srun) that Ctrl-C or a SIGTERM
   to ``ddpx`` stops, ranks and all.
-- :func:`threads_per_rank` sizes each started process's CPU threads; :func:`cpu_share` is that
-  share; :func:`local_gpu_count` counts GPUs without importing torch where there are none;
+- :func:`threads_per_rank` sizes each started process's CPU threads and lets its idle threads
+  sleep; :func:`cpu_share` is that share; :func:`idle_threads_sleep` only the second, for a
+  launcher whose tool sizes the threads; :func:`local_gpu_count` counts GPUs without importing torch where there are none;
   :func:`signals_held` holds Ctrl-C and SIGTERM back while processes start, so every one of them
   has a pid to stop when the signal arrives.
 
@@ -77,7 +78,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ddpx.contract.cpu_threads import cpu_share, threads_per_rank
+from ddpx.contract.cpu_threads import cpu_share, idle_threads_sleep, threads_per_rank
 from ddpx.contract.data_dir import DATA_DIR_ENV, data_root
 from ddpx.contract.encoders import EncoderSpec, PretrainedEncoder
 from ddpx.contract.errors import PluginError, UserError, did_you_mean, listed
@@ -197,6 +198,7 @@ __all__ = [
     "data_root",
     "did_you_mean",
     "hookimpl",
+    "idle_threads_sleep",
     "listed",
     "load_checkpoint",
     "load_model",

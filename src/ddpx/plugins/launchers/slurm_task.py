@@ -39,9 +39,10 @@ def main() -> None:
     if len(sys.argv) != 2:
         print("usage: python -m ddpx.plugins.launchers.slurm_task JOB_FILE  (run by srun)", file=sys.stderr)
         raise SystemExit(2)
-    from ddpx.api import run_rank
+    from ddpx.api import idle_threads_sleep, run_rank
 
-    run_rank(sys.argv[1])
+    with idle_threads_sleep():  # before the rank loads torch
+        run_rank(sys.argv[1])
 
 
 if __name__ == "__main__":

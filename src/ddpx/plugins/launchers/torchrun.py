@@ -20,7 +20,17 @@ import re
 import signal
 import sys
 
-from ddpx.api import WORKER_MODULE, Job, LauncherSpec, LaunchOption, LaunchOutcome, UserError, hookimpl, run_supervised
+from ddpx.api import (
+    WORKER_MODULE,
+    Job,
+    LauncherSpec,
+    LaunchOption,
+    LaunchOutcome,
+    UserError,
+    hookimpl,
+    idle_threads_sleep,
+    run_supervised,
+)
 
 
 def command(job: Job) -> list[str]:
@@ -106,8 +116,9 @@ def killed_ranks(summary: str) -> tuple[tuple[int, str], ...]:
 
 def run_torchrun(job: Job) -> int:
     """torchrun's exit status; its own messages go to the run folder's ``launcher.log``. Ctrl-C
-    or SIGTERM: torchrun stops its workers on SIGINT, given the time."""
-    with job.run_dir.launcher_log.open("a", encoding="utf-8") as stderr:
+    or SIGTERM: torchrun stops its workers on SIGINT, given the time. The ranks' idle threads sleep
+    (``OMP_WAIT_POLICY``); their number is torchrun's (``OMP_NUM_THREADS=1`` for several ranks)."""
+    with job.run_dir.launcher_log.open("a", encoding="utf-8") as stderr, idle_threads_sleep():
         return run_supervised(command(job), stderr=stderr)
 
 

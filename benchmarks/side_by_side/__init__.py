@@ -1,0 +1,1 @@
+"""The side_by_side benchmark: ``python benchmarks/side_by_side/run.py`` (see its docstring)."""

@@ -26,7 +26,7 @@ def test_every_table_the_docs_show_is_what_its_committed_record_makes():
     assert not stale, "run `python benchmarks/doc_tables/run.py` and commit the pages: " + "; ".join(stale)
     assert committed_records(ROOT) and not unshown(blocks, ROOT)
     kinds = {block.command.split(" --report")[0].split(" study report")[0] for block in blocks}
-    assert len(kinds) == 5, kinds  # the study tables, parity, uncertainty, Platt's targets, scale
+    assert len(kinds) == 6, kinds  # the study tables, parity, uncertainty, Platt's targets, scale, two jobs at once
 
 
 def test_the_commands_print_what_the_script_makes_of_them_in_its_process():

@@ -51,6 +51,7 @@ REPORTERS = (
     _script_reporter("benchmarks/vs_chemprop/uncertainty.py", ("benchmarks/vs_chemprop/uncertainty-*.json",)),
     _script_reporter("benchmarks/calibration/run.py", ("benchmarks/calibration/*.json",)),
     _script_reporter("benchmarks/scale/run.py", ("benchmarks/scale/scale-*.json", "benchmarks/scale/check-*.json")),
+    _script_reporter("benchmarks/side_by_side/run.py", ("benchmarks/side_by_side/*.json",)),
 )
 
 

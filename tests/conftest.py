@@ -180,6 +180,9 @@ def uses_default_store(args: tuple[str, ...]) -> bool:
     return bool(args) and args[0] in ("recipe", "sweep") and not any(a.startswith("--tracking") for a in args)
 
 
+OPENMP_WAITING = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")  # how libgomp's idle threads wait
+
+
 @pytest.fixture
 def run_ddpx(tmp_path, tmp_path_factory):
     """Run ``ddpx ARGS`` in a fresh folder; test plugins are importable via DDPX_PLUGINS. A tracked
@@ -197,6 +200,8 @@ def run_ddpx(tmp_path, tmp_path_factory):
         marker = uuid.uuid4().hex
         full_env = dict(os.environ)
         full_env.pop("MLFLOW_TRACKING_URI", None)
+        for name in OPENMP_WAITING:  # what ddpx sets for its ranks, asserted as ddpx's (test_training_e2e)
+            full_env.pop(name, None)
         full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TEST_PLUGINS), full_env.get("PYTHONPATH")]))
         full_env["DDPX_TEST_MARKER"] = marker
         full_env["COLUMNS"] = "200"

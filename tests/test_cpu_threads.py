@@ -4,6 +4,8 @@ torch's OpenMP library, is checked in test_training_e2e)."""
 
 import os
 
+import pytest
+
 from ddpx.api import cpu_share, idle_threads_sleep, threads_per_rank
 
 
@@ -14,6 +16,9 @@ def test_ranks_get_their_share_and_sleeping_idle_threads_and_the_environment_is_
         assert os.environ["OMP_NUM_THREADS"] == str(cpu_share(2)) and os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
     with idle_threads_sleep():  # torchrun sizes the threads itself
         assert "OMP_NUM_THREADS" not in os.environ and os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert "OMP_NUM_THREADS" not in os.environ and "OMP_WAIT_POLICY" not in os.environ
+    with pytest.raises(KeyboardInterrupt), threads_per_rank(2):  # a stop while the ranks start
+        raise KeyboardInterrupt
     assert "OMP_NUM_THREADS" not in os.environ and "OMP_WAIT_POLICY" not in os.environ
 
 

@@ -3,17 +3,18 @@ study or a test session runs several jobs in one process, and the server outlive
 forked after a job that needs a new module finds it imported, never a server stopped under a rank."""
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 
 SCRIPT = textwrap.dedent(
     """
-    import json, multiprocessing, sys
+    import json, multiprocessing, os, sys
     from ddpx.plugins.launchers.fork_server import preload, preloaded
 
     def report(queue, names):
-        queue.put({name: name in sys.modules for name in names})
+        queue.put({**{name: name in sys.modules for name in names}, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY")})
 
     def hold(event):
         event.wait(60)
@@ -47,6 +48,10 @@ SCRIPT = textwrap.dedent(
         seen["kept while running"] = server._forkserver_pid == pid and "json" not in preloaded()
         event.set()
         running.join()
+        os.environ["OMP_WAIT_POLICY"] = "ACTIVE"  # read once, as a server loads torch: a job that sets it
+        preload(context, ["__main__", "wave"])
+        seen["restarted for its environment"] = server._forkserver_pid != pid
+        seen["its environment"] = forked(context, [])["OMP_WAIT_POLICY"]
         print(json.dumps(seen))
     """
 )
@@ -54,12 +59,14 @@ SCRIPT = textwrap.dedent(
 
 def test_a_later_job_finds_its_modules_imported_by_the_fork_server(tmp_path):
     (tmp_path / "jobs.py").write_text(SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     done = subprocess.run(
-        [sys.executable, "jobs.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=True
+        [sys.executable, "jobs.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=True
     )
     seen = json.loads(done.stdout)
-    assert seen["first"] == {"colorsys": True, "wave": False}
+    assert seen["first"] == {"colorsys": True, "wave": False, "OMP_WAIT_POLICY": None}
     assert seen["same kept"]
-    assert seen["second"] == {"colorsys": True, "wave": True}  # what it had, and the new module
+    assert seen["second"] == {"colorsys": True, "wave": True, "OMP_WAIT_POLICY": None}  # what it had, the new one
     assert seen["restarted"] and seen["list"] == ["__main__", "colorsys", "wave"]
     assert seen["kept while running"]
+    assert seen["restarted for its environment"] and seen["its environment"] == "ACTIVE"

@@ -176,7 +176,8 @@ def test_a_parallel_sweep_submits_its_trials_as_slurm_jobs_at_once(run_ddpx, tra
 @needs_cluster
 def test_inside_an_allocation_ranks_start_with_srun(tmp_path):
     # OMP_DISPLAY_ENV: each rank's OpenMP library says what it read as the rank loads torch
-    env = {**os.environ, "PYTHONPATH": str(TEST_PLUGINS), "OMP_DISPLAY_ENV": "VERBOSE"}
+    env = {k: v for k, v in os.environ.items() if k not in OPENMP_WAITING}  # ddpx's own, asserted below
+    env.update(PYTHONPATH=str(TEST_PLUGINS), OMP_DISPLAY_ENV="VERBOSE")
     command = f"{sys.executable} -m ddpx recipe {TINY} --launcher slurm --nproc 2 --tracking none"
     job_id = subprocess.run(
         [

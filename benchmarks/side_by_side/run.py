@@ -8,10 +8,14 @@ A one-rank job takes every core (``OMP_NUM_THREADS`` = the cores, as ddpx's laun
 one rank). Started beside another job that does the same, the machine runs two threads per core.
 What a thread of torch's OpenMP pool does when it has no work then matters: ddpx starts its ranks
 with ``OMP_WAIT_POLICY=PASSIVE`` (it sleeps at once); ``GOMP_SPINCOUNT=300000`` gives it back
-libgomp's default without that variable (it spins 300 000 times first, about 3 ms). Each setting starts its jobs at once (``ddpx recipe``, no tracking, each in its own folder) and
-reads every job's ``epoch_s`` from its ``metrics.jsonl``; the table gives the median epoch after
-the first (which also builds the graph cache, once per setting) and what the machine gets done:
-epochs a minute, all its jobs together. Run it on an otherwise idle machine.
+libgomp's default without that variable (it spins 300 000 times first, about 3 ms).
+
+Each round runs every setting once, in turn: a setting starts its jobs at once (``ddpx recipe``,
+no tracking, each in its own folder) and reads every job's ``epoch_s`` from its
+``metrics.jsonl``. The table gives each setting's median epoch over its rounds, every job's epochs
+after its first (the first also loads the data), the lowest and highest of the rounds' medians,
+and what the machine gets done: epochs a minute, all its jobs together. Run it on an otherwise
+idle machine.
 """
 
 from __future__ import annotations
@@ -81,25 +85,34 @@ def measure(setting: Setting, data: Path, epochs: int, work: Path) -> list[list[
     return [epoch_seconds(folder) for folder in folders]
 
 
+def after_the_first(jobs: list[list[float]]) -> list[float]:
+    return [seconds for job in jobs for seconds in job[1:]]
+
+
 def report(record: dict) -> str:
     lines = [
         f"{record['date']}: {record['machine']}, {record['cores']} cores, commit {record['commit']}; "
         f"bbbp_dmpnn on {record['data']}, one rank a job, {record['epochs']} epochs a job, "
-        "the median epoch after the first",
+        f"{record['rounds']} rounds, each setting once a round in turn",
         "",
-        "| setting | jobs | median epoch, s | epochs a minute, the machine |",
-        "| --- | --- | --- | --- |",
+        "| setting | jobs | median epoch, s | the rounds' medians, s | epochs a minute, the machine |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for row in record["rows"]:
-        median = statistics.median(s for job in row["epoch_s"] for s in job[1:])
-        lines.append(f"| {row['name']} | {row['jobs']} | {median:.1f} | {60 * row['jobs'] / median:.1f} |")
+        median = statistics.median(s for jobs in row["epoch_s"] for s in after_the_first(jobs))
+        rounds = [statistics.median(after_the_first(jobs)) for jobs in row["epoch_s"]]
+        lines.append(
+            f"| {row['name']} | {row['jobs']} | {median:.1f} | {min(rounds):.1f}–{max(rounds):.1f} "
+            f"| {60 * row['jobs'] / median:.1f} |"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, help="BBBP.csv")
-    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--epochs", type=int, default=6, help="epochs a job (default 6)")
+    parser.add_argument("--rounds", type=int, default=3, help="times each setting runs, in turn (default 3)")
     parser.add_argument("--record", type=Path, help="write the measurements here (JSON)")
     parser.add_argument("--report", type=Path, help="print the table of a record; start no job")
     args = parser.parse_args(argv)
@@ -115,13 +128,14 @@ def main(argv: list[str] | None = None) -> None:
         "commit": commit(),
         "data": args.data.name,
         "epochs": args.epochs,
-        "rows": [],
+        "rounds": args.rounds,
+        "rows": [{**asdict(setting), "epoch_s": []} for setting in SETTINGS],
     }
     with tempfile.TemporaryDirectory() as work:
-        for setting in SETTINGS:
-            times = measure(setting, args.data.resolve(), args.epochs, Path(work))
-            record["rows"].append({**asdict(setting), "epoch_s": times})
-            print(f"{setting.name}: {times}", file=sys.stderr)
+        for round_ in range(args.rounds):
+            for setting, row in zip(SETTINGS, record["rows"]):
+                row["epoch_s"].append(measure(setting, args.data.resolve(), args.epochs, Path(work)))
+                print(f"round {round_ + 1}, {setting.name}: {row['epoch_s'][-1]}", file=sys.stderr)
     if args.record:
         args.record.write_text(json.dumps(record, indent=1) + "\n")
     print(report(record))

@@ -148,8 +148,6 @@ def start_and_join(job: Job) -> LaunchOutcome:
     status, or 130 after Ctrl-C; with the ranks a signal killed."""
     settings = job.launch
     context = multiprocessing.get_context(start_method())
-    if context.get_start_method() == "forkserver":  # the tracker, metric and model modules too: imported once
-        preload(context, [HOLD_CTRL_C, *PRELOAD, *job.imports])
     ports = context.SimpleQueue() if settings.master_port is None else None
     env = {
         "MASTER_ADDR": settings.master_addr,
@@ -164,6 +162,8 @@ def start_and_join(job: Job) -> LaunchOutcome:
     processes: list = []
     try:
         with threads_per_rank(settings.nproc):
+            if context.get_start_method() == "forkserver":  # the tracker, metric and model modules too: once
+                preload(context, [HOLD_CTRL_C, *PRELOAD, *job.imports])
             environment = {**os.environ, **env}  # with this rank's share of the cores (OMP_NUM_THREADS)
             processes = [
                 context.Process(

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
-from conftest import TEST_PLUGINS, TEST_RECIPES
+from conftest import OPENMP_WAITING, TEST_PLUGINS, TEST_RECIPES
 from mlflow.tracking import MlflowClient
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")

@@ -6,11 +6,11 @@ the ranks import torch (torchrun does so too, with 1); a rank started without it
 thread count (``_limit_threads`` in :mod:`ddpx.rank.worker`).
 
 Every rank also starts with ``OMP_WAIT_POLICY=PASSIVE``: a thread of torch's OpenMP pool that has
-no work sleeps at once instead of spinning for it. Alone on a machine that costs nothing; beside
-another busy process (a second job, a Chemprop run) the spinning threads take the cores from the
-working ones: two one-rank ``bbbp_dmpnn`` jobs of two threads each on 2 cores got 7.0 epochs a
-minute done together spinning, 13.1 with ``PASSIVE``, where one alone does 11.2 and 12.0
-(``docs/performance.md``, Two jobs on one machine). The variable must be there when the process
+no work sleeps at once instead of spinning for it. Beside another busy process (a second job, a
+Chemprop run) the spinning threads take the cores from the working ones: two one-rank
+``bbbp_dmpnn`` jobs of two threads each on 2 cores got 6.9 epochs a minute done together
+spinning, 14.6 with ``PASSIVE``; alone a job lost about 6 % with it (12.4 against 13.2;
+``docs/performance.md``, Two jobs on one machine). The variable must be there when the process
 loads torch's OpenMP library, which reads it once.
 
 A value the user exported always wins, for either variable.

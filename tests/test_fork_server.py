@@ -14,7 +14,8 @@ SCRIPT = textwrap.dedent(
     from ddpx.plugins.launchers.fork_server import preload, preloaded
 
     def report(queue, names):
-        queue.put({**{name: name in sys.modules for name in names}, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY")})
+        seen = {name: name in sys.modules for name in names}
+        queue.put({**seen, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY")})
 
     def hold(event):
         event.wait(60)

@@ -46,7 +46,8 @@ Importing it is cheap: neither torch nor mlflow is imported.
   to ``ddpx`` stops, ranks and all.
 - :func:`threads_per_rank` sizes each started process's CPU threads and lets its idle threads
   sleep; :func:`cpu_share` is that share; :func:`idle_threads_sleep` only the second, for a
-  launcher whose tool sizes the threads; :func:`local_gpu_count` counts GPUs without importing torch where there are none;
+  launcher whose tool sizes the threads; :func:`local_gpu_count` counts GPUs without importing
+  torch where there are none;
   :func:`signals_held` holds Ctrl-C and SIGTERM back while processes start, so every one of them
   has a pid to stop when the signal arrives.
 

@@ -8,9 +8,9 @@ machine). :func:`preload` restarts the server, between jobs, when a job needs a 
 imported, with what it had and the new ones, so each module is imported once per server, not once
 per rank. It restarts it too when the variables torch's OpenMP library reads once, as the server
 loads it (``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT``), differ from the server's: call :func:`preload`
-with the environment the ranks start with. ``ForkServer._stop`` is the standard library's own way to stop it (3.10 to 3.13); where
-it is absent, or while a rank of this process still runs, the server is left as it is (its ranks
-import what they lack themselves).
+with the environment the ranks start with. ``ForkServer._stop`` is the standard library's own way
+to stop it (3.10 to 3.13); where it is absent, or while a rank of this process still runs, the
+server is left as it is (its ranks import what they lack themselves).
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from ddpx.api import OPENMP_WAITING
+
 TESTS = Path(__file__).parent
 TEST_PLUGINS = TESTS / "plugins"
 TEST_RECIPES = TESTS / "recipes"
@@ -178,9 +180,6 @@ def new_store(tmp_path, tmp_path_factory) -> str:
 def uses_default_store(args: tuple[str, ...]) -> bool:
     """A ``ddpx recipe``/``sweep`` command tracked to MLflow's default store, ./mlflow.db."""
     return bool(args) and args[0] in ("recipe", "sweep") and not any(a.startswith("--tracking") for a in args)
-
-
-OPENMP_WAITING = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")  # how libgomp's idle threads wait
 
 
 @pytest.fixture

@@ -10,8 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
-from conftest import OPENMP_WAITING, TEST_PLUGINS, TEST_RECIPES
+from conftest import TEST_PLUGINS, TEST_RECIPES
 from mlflow.tracking import MlflowClient
+
+from ddpx.api import OPENMP_WAITING
 
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 

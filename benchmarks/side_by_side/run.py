@@ -35,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run by path: `benchmarks` importable
 
 from benchmarks.common.provenance import commit
+from ddpx.api import OPENMP_WAITING
 
 
 @dataclass(frozen=True)
@@ -44,10 +45,8 @@ class Setting:
     env: dict[str, str]  # what each job's environment adds (nothing: ddpx's default)
 
 
-OPENMP = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")  # what each setting leaves to ddpx unless it names it
-SPIN = {
-    "GOMP_SPINCOUNT": "300000"
-}  # libgomp's spin before sleeping when OMP_WAIT_POLICY is unset (ddpx's until 2026-11-29)
+# libgomp's spin before sleeping when OMP_WAIT_POLICY is unset (ddpx's until 2026-11-29)
+SPIN = {"GOMP_SPINCOUNT": "300000"}
 SETTINGS = (
     Setting("alone, every core, idle threads sleep (ddpx's default)", 1, {}),
     Setting("alone, every core, idle threads spin first", 1, SPIN),
@@ -73,7 +72,8 @@ def epoch_seconds(runs: Path) -> list[float]:
 
 def measure(setting: Setting, data: Path, epochs: int, work: Path) -> list[list[float]]:
     """Start the setting's jobs at once; each job's epoch seconds."""
-    env = {key: value for key, value in os.environ.items() if key not in (*OPENMP, *SPIN)}
+    leave_to_ddpx = ("OMP_NUM_THREADS", *OPENMP_WAITING)  # unless the setting names them
+    env = {key: value for key, value in os.environ.items() if key not in leave_to_ddpx}
     folders = [Path(tempfile.mkdtemp(dir=work)) for _ in range(setting.jobs)]
     jobs = [
         subprocess.Popen(job_command(data, epochs, folder), env={**env, **setting.env}, stdout=subprocess.DEVNULL)

@@ -79,7 +79,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ddpx.contract.cpu_threads import cpu_share, idle_threads_sleep, threads_per_rank
+from ddpx.contract.cpu_threads import OPENMP_WAITING, cpu_share, idle_threads_sleep, threads_per_rank
 from ddpx.contract.data_dir import DATA_DIR_ENV, data_root
 from ddpx.contract.encoders import EncoderSpec, PretrainedEncoder
 from ddpx.contract.errors import PluginError, UserError, did_you_mean, listed
@@ -165,6 +165,7 @@ def weights_sha256(weights: Any) -> str:
 
 __all__ = [
     "DATA_DIR_ENV",
+    "OPENMP_WAITING",
     "WORKER_MODULE",
     "BackendSpec",
     "DataRequest",

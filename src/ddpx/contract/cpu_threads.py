@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 IDLE_THREADS_SLEEP = {"OMP_WAIT_POLICY": "PASSIVE"}
+# how libgomp's idle threads wait; read once, as a process loads torch (the spin count overrides the policy's)
+OPENMP_WAITING = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 
 
 def cpu_share(local_ranks: int) -> int:

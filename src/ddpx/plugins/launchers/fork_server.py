@@ -19,9 +19,10 @@ import multiprocessing
 import multiprocessing.forkserver
 import os
 
-READ_ONCE = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")  # how idle OpenMP threads wait: fixed as torch loads
+from ddpx.api import OPENMP_WAITING
+
 _preloaded: list[str] = []  # what the running fork server imported (as this module asked it)
-_environment: dict[str, str | None] = {}  # READ_ONCE as the running fork server started with them
+_environment: dict[str, str | None] = {}  # OPENMP_WAITING as the running fork server started with them
 
 
 def preload(context, modules: list[str]) -> None:
@@ -30,7 +31,7 @@ def preload(context, modules: list[str]) -> None:
     global _preloaded, _environment
     server = multiprocessing.forkserver._forkserver
     running = getattr(server, "_forkserver_pid", None) is not None
-    environment = {name: os.environ.get(name) for name in READ_ONCE}
+    environment = {name: os.environ.get(name) for name in OPENMP_WAITING}
     if running and set(modules) <= set(_preloaded) and environment == _environment:
         return
     if running:

@@ -519,3 +519,55 @@ def test_a_chemprop_row_its_calibrator_cannot_make_on_these_dev_labels_trains_no
     context = SimpleNamespace(args=SimpleNamespace(set="tox21", ensemble_size=2, epochs=3), rows=rows)
     row = scored("conformal", "chemprop", 0, context, {})
     assert row["seed"] == 0 and "conformal-multilabel failed" in row["unavailable"]
+
+
+def test_a_chemprop_ensemble_cut_off_goes_on_from_its_next_member(tmp_path):
+    """An ensemble whose ``chemprop train`` was cut off after member 0 (its ``best.pt`` written,
+    member 1 begun): member 0 is kept as it is, member 1 alone is trained again, by a real ``chemprop
+    train`` of one model whose weights are seeded as Chemprop seeds member 1 (``--pytorch-seed`` + 1,
+    the data seed unchanged), moved into ``model_1``; the ensemble says where it went on; a later
+    start trains nothing."""
+    pytest.importorskip("chemprop", reason="a real chemprop train")
+    from chemprop.models import load_model
+
+    from benchmarks.vs_chemprop.uncertainty_chemprop import finished_members, train_command, train_members
+
+    smiles = (
+        ["C" * n for n in range(1, 9)] + ["C" * n + "O" for n in range(1, 9)] + ["O" + "C" * n for n in range(2, 6)]
+    )
+    (tmp_path / "chemprop.csv").write_text(
+        "smiles,y\n" + "".join(f"{s},{0.3 * i - 2.0}\n" for i, s in enumerate(smiles)), encoding="utf-8"
+    )
+    (tmp_path / "splits.json").write_text(
+        json.dumps([{"train": list(range(14)), "val": list(range(14, 17)), "test": list(range(17, 20))}])
+    )
+    out = tmp_path / "chemprop-ensemble-seed3"
+    (out / "model_0").mkdir(parents=True)
+    (out / "model_0" / "best.pt").write_bytes(b"member 0, finished by the start that was cut off")
+    (out / "model_1" / "checkpoints").mkdir(parents=True)  # member 1 under way when it was cut off
+    launched = []
+
+    def command(members: int, where: Path, first: int) -> list[str]:
+        launched.append((members, first))
+        return train_command(tmp_path, ["y"], 3, 3, "regression", members, where, first)
+
+    assert finished_members(out) == 1
+    train_members(command, 2, out, "chemprop train (ensemble, seed 3)")
+    assert launched == [(1, 1)]
+    assert (out / "model_0" / "best.pt").read_bytes() == b"member 0, finished by the start that was cut off"
+    assert sorted(p.name for p in out.iterdir()) == ["model_0", "model_1", "resumed.json"]
+    assert load_model(out / "model_1" / "best.pt") is not None  # a model Chemprop wrote
+    lines = (out / "model_1" / "config.toml").read_text(encoding="utf-8").splitlines()  # key = value
+    config = dict(line.split(" = ", 1) for line in lines if " = " in line)
+    assert (config["pytorch-seed"], config["data-seed"], config["ensemble-size"]) == ("4", "3", "1")
+    assert json.loads((out / "resumed.json").read_text()) == {"first_member": 1}
+    train_members(command, 2, out, "chemprop train (ensemble, seed 3)")
+    assert launched == [(1, 1)] and finished_members(out) == 2
+
+
+def test_a_row_of_an_ensemble_that_went_on_says_so_in_the_report():
+    record = a_record(True)
+    record["scores"]["ensemble_zscaling"]["chemprop"][1]["members_resumed_from"] = 3
+    text = format_report(record)
+    assert "ensemble_zscaling, Chemprop 2.3.1, seed 1: cut off after 3 members" in text
+    assert text.count("cut off after") == 1

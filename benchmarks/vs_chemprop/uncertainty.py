@@ -56,8 +56,10 @@ error than Chemprop's (regression).
 A long benchmark goes on where it stopped: the same command with the same ``--record`` keeps every
 row the record holds, and with the same ``--keep`` folder a model whose training ended is used again
 (Chemprop's by its ``trained.done``, ddpx's by its ``summary.json``) and a ddpx run that was cut off
-continues from its last checkpoint (``ddpx recipe ... --resume auto``); a Chemprop training that was
-cut off starts over.
+continues from its last checkpoint (``ddpx recipe ... --resume auto``); a single Chemprop model
+whose training was cut off starts over, and a Chemprop ensemble goes on from its next member, each
+member left trained by its own ``chemprop train`` (its weights seeded as Chemprop seeds that member,
+its loader's shuffle started again; the row says ``members_resumed_from``, the report says so).
 """
 
 from __future__ import annotations
@@ -240,7 +242,8 @@ def scored(method: str, program: str, seed: int, context: SimpleNamespace, model
         check_logged(models[program, kind], method, scores)
     where = context.rows.path.parent / "scored" / f"{args.set}-seed{seed}-{method}-{program}.csv"
     write_scored(where, context.rows.heldout_smiles, context.names, context.targets, heldout)
-    return {"seed": seed, **scores}
+    resumed = getattr(models[program, kind], "resumed_from", None)  # a Chemprop ensemble cut off, gone on
+    return {"seed": seed, **scores, **({"members_resumed_from": resumed} if resumed is not None else {})}
 
 
 def measure(args: argparse.Namespace, folder: Path) -> dict:

@@ -18,6 +18,7 @@ import csv
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -31,10 +32,12 @@ TASKS = {"mve": "regression-mve", "plain": "classification"}  # model kind: --ta
 
 
 class Predicted(NamedTuple):
-    """A Chemprop model's raw answers: each ``(N, T)``, the dev rows and the held-out rows."""
+    """A Chemprop model's raw answers: each ``(N, T)``, the dev rows and the held-out rows; and, for an
+    ensemble whose training was cut off and went on, the first member trained by a later start."""
 
     dev: dict[str, np.ndarray]
     heldout: dict[str, np.ndarray]
+    resumed_from: int | None = None
 
 
 class PredictionRows(NamedTuple):
@@ -71,17 +74,26 @@ def write_prediction_rows(folder: Path) -> PredictionRows:
 
 
 def train_command(
-    folder: Path, names: list[str], seed: int, epochs: int, task: str, ensemble_size: int, out: Path
+    folder: Path,
+    names: list[str],
+    seed: int,
+    epochs: int,
+    task: str,
+    ensemble_size: int,
+    out: Path,
+    first_member: int = 0,
 ) -> list[str]:
     """``chemprop train`` on ddpx's split (``chemprop.csv``, ``splits.json`` in ``folder``): CPU, one
-    device, no workers, batch 64, its defaults otherwise (the epoch of lowest val loss kept)."""
+    device, no workers, batch 64, its defaults otherwise (the epoch of lowest val loss kept). Chemprop
+    seeds member ``i``'s weights with ``--pytorch-seed`` + ``i``; ``first_member`` starts that count
+    where an ensemble cut off goes on (the data seed, the loader's shuffle, stays ``seed``)."""
     return [
         chemprop(),
         "train",
         *("--data-path", str(folder / "chemprop.csv"), "--splits-file", str(folder / "splits.json")),
         *("--task-type", task, "--smiles-columns", "smiles", "--target-columns", *names),
         *("--epochs", str(epochs), "--batch-size", "64", "--ensemble-size", str(ensemble_size)),
-        *("--pytorch-seed", str(seed), "--data-seed", str(seed)),
+        *("--pytorch-seed", str(seed + first_member), "--data-seed", str(seed)),
         *("--accelerator", "cpu", "--devices", "1", "--num-workers", "0", "--output-dir", str(out)),
     ]
 
@@ -181,6 +193,44 @@ def fails_whatever_the_model(method: str, regression: bool, dev_targets: np.ndar
     return held.reason if held.kind == "unavailable" else None
 
 
+def finished_members(out: Path) -> int:
+    """How many members, from ``model_0`` on, Chemprop finished in ``out`` (it writes a member's
+    ``best.pt`` last, after its test predictions)."""
+    count = 0
+    while (out / f"model_{count}" / "best.pt").is_file():
+        count += 1
+    return count
+
+
+def train_members(command: Callable[..., list[str]], size: int, out: Path, name: str) -> None:
+    """Train ``size`` members into ``out`` (``model_<i>``). Started afresh, one ``chemprop train
+    --ensemble-size size``; where an earlier start was cut off after some members, they are kept and
+    each member left is trained by its own ``chemprop train`` of one model (``model_0`` of a work
+    folder, moved to ``model_<i>``; its weights seeded as Chemprop seeds member ``i``, its loader's
+    shuffle started again from the data seed, where one process would have gone on with it), so a
+    cut-off ensemble of slow members loses at most the member under way. The first member a later
+    start trained is kept in ``resumed.json``.
+
+    ``command(size, out, first_member)`` is the ``chemprop train`` command line."""
+    marker, done = out / "resumed.json", finished_members(out)
+    if done >= size:
+        return
+    if done == 0:
+        shutil.rmtree(out, ignore_errors=True)
+        run_alone(name, Launch(command(size, out, 0), float))
+        return
+    if not marker.is_file():
+        marker.write_text(json.dumps({"first_member": done}), encoding="utf-8")
+    for member in range(done, size):
+        work, kept = out / f"member-{member}", out / f"model_{member}"
+        for stale in (work, kept):
+            shutil.rmtree(stale, ignore_errors=True)
+        run_alone(f"{name}, member {member}", Launch(command(1, work, member), float))
+        (work / "model_0").rename(kept)
+        (work / "config.toml").rename(kept / "config.toml")
+        shutil.rmtree(work)
+
+
 def chemprop_model(
     kind: str, regression: bool, seed: int, epochs: int, ensemble_size: int, names: list[str], rows: PredictionRows
 ) -> Predicted:
@@ -188,22 +238,25 @@ def chemprop_model(
     predict the dev and held-out molecules with its estimator (``--uncertainty-method``: ``mve``,
     ``ensemble`` for a regression ensemble, ``classification`` otherwise). In a work folder kept
     from an earlier start, a model whose training ended is not trained again, nor are answers that
-    were written predicted again; a training that was cut off starts over."""
+    were written predicted again; a single model whose training was cut off starts over, an
+    ensemble goes on from its next member (:func:`train_members`)."""
     folder = rows.path.parent
     out = folder / f"chemprop-{kind}-seed{seed}"
     trained, predictions, predicted = out / "trained.done", out / "predictions.csv", out / "predicted.done"
+    task = TASKS[kind] if kind != "ensemble" else ("regression" if regression else "classification")
+    size = ensemble_size if kind == "ensemble" else 1
     if not trained.is_file():  # a work folder kept (--keep) holds what an earlier start finished
-        shutil.rmtree(out, ignore_errors=True)
-        task = TASKS[kind] if kind != "ensemble" else ("regression" if regression else "classification")
-        size = ensemble_size if kind == "ensemble" else 1
-        run_alone(
-            f"chemprop train ({kind}, seed {seed})",
-            Launch(train_command(folder, names, seed, epochs, task, size, out), float),
-        )
+
+        def command(members: int, where: Path, first: int) -> list[str]:
+            return train_command(folder, names, seed, epochs, task, members, where, first)
+
+        train_members(command, size, out, f"chemprop train ({kind}, seed {seed})")
         trained.touch()
+    resumed = out / "resumed.json"
+    first = json.loads(resumed.read_text(encoding="utf-8"))["first_member"] if resumed.is_file() else None
     if not predicted.is_file():
         estimator = "mve" if kind == "mve" else "ensemble" if regression else "classification"
         command = predict_command(model_files(out), rows.path, estimator, predictions)
         run_alone(f"chemprop predict ({kind}, seed {seed})", Launch(command, float))
         predicted.touch()
-    return read_predictions(predictions, names, rows)
+    return read_predictions(predictions, names, rows)._replace(resumed_from=first)

@@ -187,9 +187,21 @@ def merged(records: list[dict]) -> dict:
     return {**first, "seeds": seeds, "measured": "; ".join(measured), "scores": scores}
 
 
+def resumed_members(record: dict) -> list[str]:
+    """A line for each ensemble whose training was cut off and went on from its next member."""
+    return [
+        f"{method}, {PROGRAMS[program]}, seed {run['seed']}: cut off after {run['members_resumed_from']} members; "
+        "each member left trained by its own process (weights seeded as in one; the loader's shuffle restarted)"
+        for method in record["methods"]
+        for program in PROGRAMS
+        for run in record["scores"][method][program]
+        if "members_resumed_from" in run
+    ]
+
+
 def format_report(record: dict) -> str:
     parts = [header(record), "", *table(record), ""]
-    notes = failures(record)
+    notes = failures(record) + resumed_members(record)
     if notes:
         parts += [*notes, ""]
     return "\n".join([*parts, *goal_lines(record)])

@@ -266,7 +266,8 @@ def job_here(tmp_path, monkeypatch):
     its ranks are real spawn-launcher ranks, forked from this worker's fork server, which imported
     torch once for every such job of the worker (a job started by a new ``ddpx`` process pays its
     own, 5-8 CPU-seconds). For tests of what a run leaves (its folder, its MLflow run, its
-    numbers), not of what the CLI prints; ``env`` is the ranks' environment too."""
+    numbers), not of what the CLI prints; ``env`` is the ranks' environment too, ``cwd`` the
+    folder the job starts in (the test's own by default)."""
     from ddpx.testing import run_recipe
 
     def run(
@@ -281,6 +282,7 @@ def job_here(tmp_path, monkeypatch):
         workdir = cwd or tmp_path
         for key, value in {"DDPX_SYSTEM_METRICS": "false", **(env or {})}.items():
             monkeypatch.setenv(key, value)
+        monkeypatch.chdir(workdir)  # started there, as `ddpx recipe` in that folder: MLflow's ./mlruns is there
         run_recipe(
             recipe,
             overrides,

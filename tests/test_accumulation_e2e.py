@@ -39,7 +39,11 @@ def test_two_micro_batches_of_b_train_the_weights_of_one_batch_of_2b(job_here, t
     assert accumulated.summary()["heldout"] == pytest.approx(whole.summary()["heldout"], rel=1e-5)
 
     client = MlflowClient(new_store)
-    (run,) = client.search_runs([client.get_experiment_by_name("tiny_mlp").experiment_id])
+    experiment = client.get_experiment_by_name("tiny_mlp")
+    assert experiment.artifact_location == str(
+        tmp_path / "k2" / "mlruns" / experiment.experiment_id
+    )  # where it started
+    (run,) = client.search_runs([experiment.experiment_id])
     assert run.data.params["global_batch_size"] == "32" and run.data.params["train.accumulate"] == "2"
     norms = client.get_metric_history(run.info.run_id, "step/grad_norm")
     assert [m.step for m in norms] == list(range(1, 21)), "one norm per optimizer step: 2 epochs of 160/16"

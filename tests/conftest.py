@@ -244,18 +244,19 @@ def ddpx_here(tmp_path, monkeypatch):
 
     def run(*args: str, env: dict | None = None, cwd: Path | None = None) -> CliResult:
         assert "DDPX_PLUGINS" not in (env or {}), "a test plugin needs a ddpx process of its own: use run_ddpx"
-        workdir = cwd or tmp_path
+        workdir, marker = cwd or tmp_path, uuid.uuid4().hex
         monkeypatch.chdir(workdir)
         full_env = {
             "MLFLOW_TRACKING_URI": None,
             "COLUMNS": "200",
             "DDPX_SYSTEM_METRICS": "false",
+            "DDPX_TEST_MARKER": marker,  # in os.environ during the call: a process it starts carries it
             **(env or {}),
         }
         result = CliRunner().invoke(cli, list(args), env=full_env, prog_name="ddpx")
         if result.exception is not None and not isinstance(result.exception, SystemExit):
             raise result.exception
-        return CliResult(workdir, result.exit_code, result.stdout, result.stderr, uuid.uuid4().hex)
+        return CliResult(workdir, result.exit_code, result.stdout, result.stderr, marker)
 
     return run
 

@@ -29,6 +29,10 @@ from ddpx.plugins.smiles.graphs import collate_graphs, graph_outputs, graph_task
 from ddpx.rank.loop.transfer import to_device  # noqa: E402
 
 DEFAULTS = {name: param.default for name, param in DMPNN_PARAMS.items()}
+CHEMPROP_WIDTHS = (  # the widths of Chemprop's default featurizer's atom and bond vectors (72, 14 in 2.3.1)
+    chemprop.featurizers.SimpleMoleculeMolGraphFeaturizer().atom_fdim,
+    chemprop.featurizers.SimpleMoleculeMolGraphFeaturizer().bond_fdim,
+)
 TINY = {**DEFAULTS, "hidden_size": 24, "ffn_hidden_size": 16, "depth": 2}
 CHAIN = ["C", "CC", "O", "N", "C(=O)", "c1ccccc1", "C1CCNCC1", "C(C)C", "c1ccncc1", "[C@@H](O)"]
 ENDS = ["F", "OC", "C#N", "N(C)C", "Br"]
@@ -93,7 +97,7 @@ def test_graphs_are_chemprops_featurization_and_unparsable_molecules_leave_their
     assert [len(data.train), len(data.dev), len(data.heldout)] == [30, 6, 4]
     assert said[-1].startswith("skipped 2 molecule(s) RDKit cannot parse (training 1, dev 1, held-out 0)")
     assert data.info["inputs"] == "molecule_graph" and data.info["molecules"] == 42
-    assert (data.info["atom_features"], data.info["bond_features"]) == (72, 14)
+    assert (data.info["atom_features"], data.info["bond_features"]) == CHEMPROP_WIDTHS
     json.dumps(data.info)  # saved beside the model
     reference = chemprop.data.MoleculeDataset([chemprop.data.MoleculeDatapoint.from_smi(s) for s in smiles[:40]])
     for i in range(len(data.train)):
@@ -449,4 +453,4 @@ def test_a_third_party_model_asks_for_graphs_through_the_api(job_here, tmp_path)
         env={"DDPX_DATA_DIR": str(tmp_path / "data")},
     )
     info = json.loads((result.run_dirs()[0] / "model" / "model.json").read_text())["task_info"]
-    assert info["inputs"] == "molecule_graph" and info["atom_features"] == 72
+    assert info["inputs"] == "molecule_graph" and (info["atom_features"], info["bond_features"]) == CHEMPROP_WIDTHS

@@ -110,10 +110,10 @@ def the_checkpoint_and_the_export_reproduce_the_exact_heldout_metric(result, mol
     scores = predictor.predict_proba([table.smiles[i] for i in heldout])
     expected = roc_auc_score([table.labels[i] for i in heldout], scores)
     assert summary["heldout"]["heldout_roc_auc"] == pytest.approx(expected, abs=1e-9)
-    assert all(0 <= p <= 1 for p in scores)
     # the run folder's reports: the predictions CSV is the held-out split, in order, and scores the same
     rows = list(csv.DictReader((run_dir / "reports" / "heldout_predictions.csv").open()))
     assert [int(r["target"]) for r in rows] == [table.labels[i] for i in heldout]
+    assert [float(r["probability"]) for r in rows] == pytest.approx(list(scores), abs=1e-6)  # the predictor's
     assert roc_auc_score([int(r["target"]) for r in rows], [float(r["probability"]) for r in rows]) == pytest.approx(
         expected, abs=1e-6
     )

@@ -4,6 +4,8 @@ import json
 import re
 import subprocess
 
+import numpy as np
+import pandas as pd
 import pytest
 import torch
 from conftest import TEST_RECIPES, orphans
@@ -91,7 +93,16 @@ def test_launchers_run_the_job_and_log_one_mlflow_run(run_ddpx, tracking_uri, ex
         "recipe.toml",
     ]
     assert metrics["heldout_nll"] == pytest.approx(metrics["heldout_loss"], rel=1e-5)  # the held-out cross-entropy
-    assert 0 <= metrics["heldout_ece"] <= 1 and 0 < metrics["heldout_coverage_90"] <= 1
+    # the top-label ECE (10 equal bins of the predicted class's probability) and the 90 % sets' coverage,
+    # by hand from the run's own predictions file
+    answers = pd.read_csv(result.run_dirs()[0] / "reports" / "heldout_predictions.csv", keep_default_na=False)
+    probabilities = answers[[c for c in answers if c.startswith("probability_")]].to_numpy()
+    top, correct = probabilities.max(1), probabilities.argmax(1) == answers["target"].to_numpy()
+    bins = np.minimum((top * 10).astype(int), 9)
+    gaps = [abs(correct[bins == b].sum() - top[bins == b].sum()) for b in range(10)]
+    assert metrics["heldout_ece"] == pytest.approx(sum(gaps) / len(top), rel=1e-5, abs=1e-6)
+    held = [str(t) in words.split("|") for t, words in zip(answers["target"], answers["set"])]
+    assert metrics["heldout_coverage_90"] == pytest.approx(np.mean(held), abs=1e-6)
 
     summary = result.summary()
     assert summary["run_id"] == run.info.run_id

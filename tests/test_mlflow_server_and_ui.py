@@ -125,16 +125,30 @@ def test_every_run_records_params_artifacts_dataset_and_system_metrics(tracked, 
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
     assert single.data.tags["ddpx.metric"] == "heldout_accuracy" and single.data.tags["ddpx.metric_direction"] == "max"
     # the best model's artifacts rebuild a model that predicts what the run reported
+    import pandas as pd
+    import torch
+
+    from ddpx.api import load_model
+    from ddpx.plugins.mlp_synthetic.data import make_splits
+
     run = children[0]
     folder = Path(client.download_artifacts(run.info.run_id, "model", str(tmp_path)))
-    from ddpx.api import load_model
-
     model = load_model(folder)
     csv_path = Path(client.download_artifacts(run.info.run_id, "heldout_predictions.csv", str(tmp_path)))
     rows = csv_path.read_text().splitlines()
     header = "index,target,predicted,probability," + ",".join(f"probability_{k}" for k in range(8))  # its 8 classes
     assert rows[0] == header + ",set" and len(rows) == 1 + 301  # then its 90 % conformal set
-    assert model.training is False and sum(p.numel() for p in model.parameters()) > 0
+    assert model.training is False
+    logged = run.data.params  # the run's held-out split, drawn again here from its logged dataset params
+    sizes = {k: int(logged[f"dataset.{k}"]) for k in ("train_size", "dev_size", "heldout_size", "dim_in", "n_classes")}
+    shape = {k: float(logged[f"dataset.{k}"]) for k in ("class_sep", "label_noise")}
+    inputs, targets = make_splits({**sizes, **shape}, seed=int(logged["train.seed"])).heldout.tensors
+    with torch.no_grad():
+        probabilities = torch.softmax(model(inputs).double(), dim=1).numpy()
+    table = pd.read_csv(csv_path, keep_default_na=False)
+    assert (table["target"].to_numpy() == targets.numpy()).all()
+    assert (table["predicted"].to_numpy() == probabilities.argmax(1)).all()
+    assert table[[f"probability_{k}" for k in range(8)]].to_numpy() == pytest.approx(probabilities, abs=1e-5)
 
 
 # One job's tracker, started when every process is ready (the ready files are the barrier), so

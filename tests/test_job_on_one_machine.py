@@ -1,6 +1,7 @@
 """What a job does on its machine beyond training: a compiled model saved as plain weights, and two
 jobs started at once on a new MLflow store (sockets only on loopback: test_resume.py)."""
 
+import json
 import subprocess
 
 import pytest
@@ -14,8 +15,12 @@ TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 
 
 def test_compiled_model_trains_and_saves_plain_weights(job_here):
-    result = job_here(TINY, "train.compile=true", "train.max_epochs=1", nproc=1)
-    state = torch.load(result.run_dirs()[0] / "checkpoints" / "best.pt", weights_only=True)
+    result = job_here(
+        TINY, "train.compile=true", "train.max_epochs=1", nproc=1, plugins=("ddpx_testplug_forward_probe",)
+    )
+    run_dir = result.run_dirs()[0]
+    assert json.loads((run_dir / "forward-rank0.json").read_text())["compiled_graphs"] > 0  # it ran compiled
+    state = torch.load(run_dir / "checkpoints" / "best.pt", weights_only=True)
     assert not any(k.startswith(("_orig_mod.", "module.")) for k in state["model"])
     assert state["recipe"]["train"]["compile"] is True
 

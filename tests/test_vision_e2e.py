@@ -83,11 +83,14 @@ def test_cifar10_resnet18_runs_with_bf16_channels_last_and_onecycle(job_here, tm
         "train.batch_size=12",
         "train.lr_schedule=onecycle",
         nproc=1,
+        plugins=("ddpx_testplug_forward_probe",),
     )
-    summary = result.summary()
+    summary, run_dir = result.summary(), result.run_dirs()[0]
     assert summary["heldout_samples"] == 10 and 0 <= summary["heldout"]["heldout_accuracy"] <= 1
-    job = json.loads((result.run_dirs()[0] / "job.json").read_text())
+    job = json.loads((run_dir / "job.json").read_text())
     assert job["config"]["train"]["channels_last"] and job["config"]["train"]["precision"] == "bf16"
+    ran = json.loads((run_dir / "forward-rank0.json").read_text())  # what the training forward got and gave
+    assert ran == {"channels_last": True, "output_dtype": "bfloat16", "compiled_graphs": 0}
 
 
 def test_the_cifar_stem_keeps_32x32_images_whole_until_the_residual_stages():

@@ -55,11 +55,8 @@ error than Chemprop's (regression).
 
 A long benchmark goes on where it stopped: the same command with the same ``--record`` keeps every
 row the record holds, and with the same ``--keep`` folder a model whose training ended is used again
-(Chemprop's by its ``trained.done``, ddpx's by its ``summary.json``) and a ddpx run that was cut off
-continues from its last checkpoint (``ddpx recipe ... --resume auto``); a single Chemprop model
-whose training was cut off starts over, and a Chemprop ensemble goes on from its next member, each
-member left trained by its own ``chemprop train`` (its weights seeded as Chemprop seeds that member,
-its loader's shuffle started again; the row says ``members_resumed_from``, the report says so).
+(Chemprop's by its ``trained.done``, ddpx's by its ``summary.json``); a ddpx run cut off continues
+from its last checkpoint, a Chemprop ensemble from its next member (``train_members``).
 """
 
 from __future__ import annotations

@@ -125,7 +125,9 @@ def the_checkpoint_and_the_export_reproduce_the_exact_heldout_metric(result, mol
     assert exported.predict_proba([table.smiles[i] for i in heldout]) == pytest.approx(scores, abs=1e-6)
 
 
-def test_the_best_model_is_logged_registered_served_and_predicted_alike(run_ddpx, tmp_path, new_store, monkeypatch):
+def test_the_best_model_is_logged_registered_served_and_predicted_alike(
+    run_ddpx, ddpx_here, tmp_path, new_store, monkeypatch
+):
     import mlflow
     from mlflow.tracking import MlflowClient
 
@@ -169,7 +171,7 @@ def test_the_best_model_is_logged_registered_served_and_predicted_alike(run_ddpx
     assert set(expected) == set(ASKED) and all(0 < p < 1 for p in expected.values())
     assert expected["CCOCl"] > expected["c1ccccc1N"]  # it learnt the files' chlorine rule
 
-    by_run = run_ddpx("predict", run.info.run_id, str(asked), "--tracking-uri", store, "--coverage", "0.9")
+    by_run = ddpx_here("predict", run.info.run_id, str(asked), "--tracking-uri", store, "--coverage", "0.9")
     assert by_run.returncode == 0, by_run.output
     sets = mlflow.pyfunc.load_model(f"models:/{model.model_id}").predict(
         pd.DataFrame({"smiles": ASKED}), params={"coverage": 0.9}

@@ -29,12 +29,12 @@ def test_a_launcher_declares_its_own_option(run_ddpx):
     assert json.loads((run_dir / "job.json").read_text())["launch"]["launcher_options"] == {"greeting": "hi there"}
 
 
-def test_another_launchers_option_is_a_usage_error(run_ddpx):
+def test_another_launchers_option_is_a_usage_error(run_ddpx, ddpx_here):
     result = run_ddpx("recipe", "mlp_synthetic", "--greeting", "hi", "--tracking", "none", plugins=PLUGIN)
     assert result.returncode == 2
     assert "--greeting is an option of --launcher greeter, not of --launcher spawn" in result.stderr
     assert "Traceback" not in result.output and not result.run_dirs()
-    slurm = run_ddpx("recipe", "mlp_synthetic", "--partition", "gpu", "--tracking", "none")
+    slurm = ddpx_here("recipe", "mlp_synthetic", "--partition", "gpu", "--tracking", "none")  # no plugin: in-process
     assert slurm.returncode == 2 and "--partition is an option of --launcher slurm" in slurm.stderr
 
 
@@ -73,8 +73,8 @@ def test_a_plugins_optimizer_and_schedule_train_the_model(run_ddpx):
     assert epoch["lr"] == 0.2 / 2 * 0.5**2  # half of train.lr, halved after each of the 2 steps
 
 
-def test_an_unknown_optimizer_lists_the_registered_ones(run_ddpx):
-    result = run_ddpx("show", "mlp_synthetic", "train.optimizer=adamm")
+def test_an_unknown_optimizer_lists_the_registered_ones(ddpx_here):
+    result = ddpx_here("show", "mlp_synthetic", "train.optimizer=adamm")
     assert result.returncode == 2
     assert "unknown optimizer 'adamm' (set by 'train.optimizer'). Did you mean 'adam'?" in result.stderr
     assert "Available: adam, adamw, sgd." in result.stderr
@@ -83,12 +83,12 @@ def test_an_unknown_optimizer_lists_the_registered_ones(run_ddpx):
 COMMANDS = ("ddpx_testplug_commands",)
 
 
-def test_a_plugins_command_is_listed_and_runs(run_ddpx):
+def test_a_plugins_command_is_listed_and_runs(run_ddpx, ddpx_here):
     """A third-party plugin's ``register_commands`` adds ``ddpx greet``: ``ddpx --help`` lists it,
     it runs with ddpx's error handling, and ``ddpx plugins`` names its owner."""
     listed = run_ddpx("--help", plugins=COMMANDS)
     assert listed.returncode == 0 and re.search(r"^  greet +Greet NAME", listed.stdout, re.M), listed.output
-    assert "greet" not in run_ddpx("--help").stdout  # without the plugin, no such command
+    assert "greet" not in ddpx_here("--help").stdout  # without the plugin, no such command
     assert "--shout" in run_ddpx("greet", "--help", plugins=COMMANDS).stdout
     greeted = run_ddpx("greet", "Ada", "--shout", plugins=COMMANDS)
     assert greeted.returncode == 0 and greeted.stdout == "HELLO, ADA\n", greeted.output
@@ -107,9 +107,9 @@ def test_a_plugins_command_cannot_replace_a_built_in_one(run_ddpx):
     assert re.search(r"^  greet ", listed.stdout, re.M)  # its other command still joins
 
 
-def test_a_plugin_loads_its_own_kind_of_model_for_predict(run_ddpx, tmp_path):
+def test_a_plugin_loads_its_own_kind_of_model_for_predict(run_ddpx, ddpx_here, tmp_path):
     (tmp_path / "rows.csv").write_text("x0\n1\n2\n")
     answered = run_ddpx("predict", "constant:0.25", "rows.csv", plugins=COMMANDS)
     assert answered.returncode == 0 and answered.stdout.splitlines() == ["x0,prediction", "1,0.25", "2,0.25"]
-    unknown = run_ddpx("predict", "constant:0.25", "rows.csv", env={"DDPX_DISABLE_PLUGINS": "mlflow"})
+    unknown = ddpx_here("predict", "constant:0.25", "rows.csv", env={"DDPX_DISABLE_PLUGINS": "mlflow"})
     assert unknown.returncode == 2 and "no installed plugin loads it as a model" in unknown.stderr

@@ -10,15 +10,9 @@ from mlflow.tracking import MlflowClient
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 
 
-def test_dry_run_lists_the_grid_and_starts_nothing(run_ddpx):
-    result = run_ddpx(
-        "sweep",
-        TINY,
-        "train.lr=0.05,0.1,0.2",
-        "model.dim_hidden=16,32",
-        "train.max_epochs=1",
-        "--dry-run",
-        fresh_store=True,
+def test_dry_run_lists_the_grid_and_starts_nothing(ddpx_here):
+    result = ddpx_here(
+        "sweep", TINY, "train.lr=0.05,0.1,0.2", "model.dim_hidden=16,32", "train.max_epochs=1", "--dry-run"
     )
     assert result.returncode == 0, result.output
     printed = result.stdout.splitlines()

@@ -49,9 +49,7 @@ def train_while_the_server_dies(uri, workdir):
     return subprocess.CompletedProcess(job.args, job.returncode, stdout, stderr)
 
 
-def test_a_server_killed_mid_run_loses_nothing_and_upload_finishes_the_same_run(
-    run_ddpx, ddpx_here, tmp_path, tmp_path_factory
-):
+def test_a_server_killed_mid_run_loses_nothing_and_upload_finishes_the_same_run(ddpx_here, tmp_path, tmp_path_factory):
     server_home, workdir = tmp_path / "server", tmp_path / "work"
     server_home.mkdir(), workdir.mkdir()
     with mlflow_server(server_home) as uri:
@@ -68,7 +66,7 @@ def test_a_server_killed_mid_run_loses_nothing_and_upload_finishes_the_same_run(
         (partial,) = client.search_runs([client.get_experiment_by_name("tiny_mlp").experiment_id])
         assert partial.info.status == "RUNNING"  # what the server was left with
         assert [m.step for m in client.get_metric_history(partial.info.run_id, "dev_accuracy")] == [1]
-        uploaded = run_ddpx("upload", str(run_dir), "--tracking-uri", uri)
+        uploaded = ddpx_here("upload", str(run_dir), "--tracking-uri", uri)
         assert uploaded.returncode == 0, uploaded.output
         (run,) = client.search_runs([partial.info.experiment_id])
         assert run.info.run_id == partial.info.run_id and run.info.status == "FINISHED"

@@ -39,7 +39,7 @@ def listed(run_ddpx, env=None):
 
 
 def test_installed_example_plugin_lists_runs_passes_its_tests_and_uninstalls(
-    run_ddpx, tmp_path, tracking_uri, experiment
+    run_ddpx, ddpx_here, tmp_path, tracking_uri, experiment
 ):
     env = {"PYTHONPATH": os.pathsep.join([str(installed(EXAMPLE, tmp_path)), str(TEST_PLUGINS)])}
     plugins, recipes = listed(run_ddpx, env)
@@ -71,7 +71,7 @@ def test_installed_example_plugin_lists_runs_passes_its_tests_and_uninstalls(
     assert own_tests.returncode == 0, own_tests.stdout + own_tests.stderr
     assert "2 passed" in own_tests.stdout
 
-    plugins, recipes = listed(run_ddpx)  # without the folder the plugin is gone again
+    plugins, recipes = listed(ddpx_here)  # without the folder (this process never had it) the plugin is gone
     assert "moons" not in plugins and "moons_mlp" not in recipes
 
 

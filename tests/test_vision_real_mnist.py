@@ -27,7 +27,7 @@ def gzipped_real_mnist(folder):
 
 @pytest.mark.slow
 @needs_mnist
-def test_real_mnist_downloads_on_local_rank_0_only_and_one_epoch_on_two_ranks_reaches_98_percent(run_ddpx, tmp_path):
+def test_real_mnist_downloads_on_local_rank_0_only_and_one_epoch_on_two_ranks_reaches_98_percent(job_here, tmp_path):
     mirror = gzipped_real_mnist(tmp_path / "mirror")
     md5s = {gz.name: hashlib.md5(gz.read_bytes()).hexdigest() for gz in sorted(mirror.glob("*.gz"))}
     with serve_directory(mirror) as (base, requests):
@@ -44,22 +44,16 @@ def test_real_mnist_downloads_on_local_rank_0_only_and_one_epoch_on_two_ranks_re
         requests.clear()
 
         root = tmp_path / "downloaded"
-        result = run_ddpx(
-            "recipe",
+        result = job_here(  # a job that failed raises
             "mnist_convnet",
-            "--nproc",
-            "2",
-            "--tracking",
-            "none",
             f"dataset.root={root}",
             "dataset.download=true",
             f"dataset.mirror={base}/",
             "train.max_epochs=1",
+            nproc=2,
             plugins=("ddpx_testplug_mnist_mirror_checksums",),
             env={"DDPX_TEST_MNIST_MD5S": json.dumps(md5s)},
-            timeout=600,
         )
-        assert result.returncode == 0, result.output
         assert set(one_download) == {f"/{name}" for name in md5s}
         assert sorted(requests) == one_download, "one process downloads, the other rank waits"
     summary = result.summary()

@@ -77,7 +77,7 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry", action="store_true", help="the same code paths on CPU, tiny sizes")
     parser.add_argument("--data", type=Path, help="a folder holding mnist/ and bbbp/BBBP.csv (../shared/data)")
@@ -89,7 +89,7 @@ def main() -> int:
         "mnist, fast_path_sync, resnet_throughput, resnet_profile, molecules, pretraining",
     )
     parser.add_argument("--out", type=Path, help="a folder for the files a check leaves (the step profiles' tables)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     unknown = [name for name in args.only or () if name not in {step.__name__ for step in CHECKS}]
     if unknown:
         parser.error(

@@ -466,13 +466,13 @@ def test_bad_input(name, run_ddpx, ddpx_here, tmp_path, tracking_uri, experiment
         assert not (result.cwd / "ddpx-runs").exists(), "nor a run folder, nor the folder made to hold it"
 
 
-def test_busy_master_port_is_refused_before_launch(run_ddpx):
+def test_busy_master_port_is_refused_before_launch(ddpx_here):
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = str(holder.getsockname()[1])
         for launcher in ("spawn", "torchrun"):
-            result = run_ddpx("recipe", TINY, "--tracking", "none", "--launcher", launcher, "--master-port", port)
+            result = ddpx_here("recipe", TINY, "--tracking", "none", "--launcher", launcher, "--master-port", port)
             assert result.returncode == 2, result.output
             assert f"--master-port {port} on 127.0.0.1 is already in use" in result.stderr
             assert "Traceback" not in result.output and result.run_dirs() == []

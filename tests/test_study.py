@@ -576,7 +576,9 @@ def run_study(folder: Path, tracking_uri: str, experiment: str, stop_after: int 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)  # five studies one after another: 190-250 s here, past the 300 s guard on a loaded machine
-def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records(tmp_path, tracking_uri, experiment):
+def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records(
+    ddpx_here, tmp_path, tracking_uri, experiment
+):
     (tmp_path / "s.toml").write_text(STUDY)
     status, out, err = run_study(tmp_path, tracking_uri, experiment, stop_after=3)
     assert status == 130 and "goes on where it stopped" in err and "Traceback" not in err, err
@@ -644,22 +646,9 @@ def test_a_study_stops_goes_on_chooses_on_dev_first_and_reports_from_its_records
     )
 
     exported = tmp_path / "records.json"
-    report = subprocess.run(
-        [sys.executable, "-m", "ddpx", "study", "report", "s.toml", "--export", str(exported)],
-        cwd=tmp_path,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    again = subprocess.run(
-        [sys.executable, "-m", "ddpx", "study", "report", str(exported)],
-        cwd=tmp_path,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    reported = ddpx_here("study", "report", "s.toml", "--export", str(exported))  # no rank: in this process
+    assert reported.returncode == 0, reported.output
+    report, again = reported.stdout, ddpx_here("study", "report", str(exported)).stdout
     assert report == again == markdown(json.loads(exported.read_text())) and report in out
     assert json.loads(exported.read_text())["study"]["study.file"] == "s.toml"  # no folder of this machine
     assert "| its seeds together | families together, mean ± sd (seeds) | baseline |" in report

@@ -29,6 +29,7 @@ from benchmarks.vs_chemprop.uncertainty_scores import HeldOut
 
 ALPHA = 0.1  # --conformal-alpha: the 90 % interval or set
 TASKS = {"mve": "regression-mve", "plain": "classification"}  # model kind: --task-type (an ensemble: either)
+RESUMED = "resumed.json"  # in an ensemble's folder: the first member a later start trained
 
 
 class Predicted(NamedTuple):
@@ -209,10 +210,10 @@ def train_members(command: Callable[..., list[str]], size: int, out: Path, name:
     folder, moved to ``model_<i>``; its weights seeded as Chemprop seeds member ``i``, its loader's
     shuffle started again from the data seed, where one process would have gone on with it), so a
     cut-off ensemble of slow members loses at most the member under way. The first member a later
-    start trained is kept in ``resumed.json``.
+    start trained is kept in ``resumed.json`` (:data:`RESUMED`).
 
     ``command(size, out, first_member)`` is the ``chemprop train`` command line."""
-    marker, done = out / "resumed.json", finished_members(out)
+    marker, done = out / RESUMED, finished_members(out)
     if done >= size:
         return
     if done == 0:
@@ -252,7 +253,7 @@ def chemprop_model(
 
         train_members(command, size, out, f"chemprop train ({kind}, seed {seed})")
         trained.touch()
-    resumed = out / "resumed.json"
+    resumed = out / RESUMED
     first = json.loads(resumed.read_text(encoding="utf-8"))["first_member"] if resumed.is_file() else None
     if not predicted.is_file():
         estimator = "mve" if kind == "mve" else "ensemble" if regression else "classification"

@@ -92,12 +92,18 @@ def table(record: dict) -> list[str]:
     return lines
 
 
+def every_row(record: dict):
+    """``(method, program's label, row)`` for every row of the record, in the table's order."""
+    for method in record["methods"]:
+        for program, label in PROGRAMS.items():
+            for run in record["scores"][method][program]:
+                yield method, label, run
+
+
 def failures(record: dict) -> list[str]:
     return [
-        f"n/a, {method}, {PROGRAMS[program]}, seed {run['seed']}: {run['unavailable']}"
-        for method in record["methods"]
-        for program in PROGRAMS
-        for run in record["scores"][method][program]
+        f"n/a, {method}, {label}, seed {run['seed']}: {run['unavailable']}"
+        for method, label, run in every_row(record)
         if "unavailable" in run
     ]
 
@@ -190,11 +196,9 @@ def merged(records: list[dict]) -> dict:
 def resumed_members(record: dict) -> list[str]:
     """A line for each ensemble whose training was cut off and went on from its next member."""
     return [
-        f"{method}, {PROGRAMS[program]}, seed {run['seed']}: cut off after {run['members_resumed_from']} members; "
+        f"{method}, {label}, seed {run['seed']}: cut off after {run['members_resumed_from']} members; "
         "each member left trained by its own process (weights seeded as in one; the loader's shuffle restarted)"
-        for method in record["methods"]
-        for program in PROGRAMS
-        for run in record["scores"][method][program]
+        for method, label, run in every_row(record)
         if "members_resumed_from" in run
     ]
 

@@ -38,8 +38,24 @@ def mnist_candidates() -> list[Path]:
     return [data_root() / "MNIST" / "raw", SHARED_DATA / "mnist"]
 
 
+def moleculenet_candidates(folder: str, file: str, shared_file: str) -> list[Path]:
+    """ddpx's own layout (``<data>/<folder>/<file>``, as ``dataset.download=true`` leaves it), then the
+    shared folder's copy (``moleculenet/<shared_file>``, named as MoleculeNet's page names it)."""
+    return [data_root() / folder / file, SHARED_DATA / "moleculenet" / shared_file]
+
+
+def tox21_candidates() -> list[Path]:
+    return moleculenet_candidates("tox21", "tox21.csv.gz", "tox21.csv")
+
+
+def esol_candidates() -> list[Path]:
+    return moleculenet_candidates("esol", "delaney-processed.csv", "ESOL_delaney-processed.csv")
+
+
 BBBP = first_existing(bbbp_candidates(), Path.is_file)
 MNIST = first_existing(mnist_candidates(), has_mnist)
+TOX21 = first_existing(tox21_candidates(), Path.is_file)
+ESOL = first_existing(esol_candidates(), Path.is_file)
 
 needs_bbbp = pytest.mark.skipif(
     BBBP is None,
@@ -48,4 +64,8 @@ needs_bbbp = pytest.mark.skipif(
 needs_mnist = pytest.mark.skipif(
     MNIST is None,
     reason=f"no real MNIST files in {where_looked(mnist_candidates())} (set DDPX_DATA_DIR; CI has ../shared/data)",
+)
+needs_esol = pytest.mark.skipif(
+    ESOL is None,
+    reason=f"no real ESOL file at {where_looked(esol_candidates())} (set DDPX_DATA_DIR; CI has ../shared/data)",
 )

@@ -2,7 +2,15 @@
 
 from pathlib import Path
 
-from real_data import SHARED_DATA, bbbp_candidates, first_existing, has_mnist, mnist_candidates
+from real_data import (
+    SHARED_DATA,
+    bbbp_candidates,
+    esol_candidates,
+    first_existing,
+    has_mnist,
+    mnist_candidates,
+    tox21_candidates,
+)
 
 
 def test_the_users_data_folder_comes_first(tmp_path, monkeypatch):
@@ -12,6 +20,15 @@ def test_the_users_data_folder_comes_first(tmp_path, monkeypatch):
     (tmp_path / "bbbp").mkdir()
     (tmp_path / "bbbp" / "BBBP.csv").write_text("num,name,p_np,smiles\n")
     assert first_existing(bbbp_candidates(), Path.is_file) == tmp_path / "bbbp" / "BBBP.csv"
+
+
+def test_moleculenet_files_are_found_where_ddpx_downloads_them_first(tmp_path, monkeypatch):
+    monkeypatch.setenv("DDPX_DATA_DIR", str(tmp_path))
+    from ddpx.plugins.smiles.moleculenet import FILES  # the layout `dataset.download=true` leaves
+
+    downloaded = {file.task: file.default_path() for file in FILES}
+    assert tox21_candidates() == [downloaded["tox21"], SHARED_DATA / "moleculenet" / "tox21.csv"]
+    assert esol_candidates() == [downloaded["esol"], SHARED_DATA / "moleculenet" / "ESOL_delaney-processed.csv"]
 
 
 def test_mnist_counts_only_when_all_four_files_are_there(tmp_path):

@@ -149,7 +149,7 @@ def test_own_csv_regression_on_2_ranks_is_exact_and_answers_in_file_units(job_he
 
 
 def test_regression_moleculenet_tasks_read_their_published_columns(tmp_path):
-    from real_data import SHARED_DATA
+    from real_data import ESOL, esol_candidates, where_looked
 
     from ddpx.config.recipe import resolve_recipe
     from ddpx.plugin_host.registry import load_registry
@@ -166,9 +166,8 @@ def test_regression_moleculenet_tasks_read_their_published_columns(tmp_path):
     recipe = resolve_recipe(registry, "freesolv_rnn", [f"dataset.path={sampl}"])
     assert (recipe.task.loss, recipe.task.metric) == ("mse", "rmse")
     recipe.task.check(recipe.config["dataset"])
-    esol = SHARED_DATA / "moleculenet" / "ESOL_delaney-processed.csv"
-    if not esol.is_file():
-        pytest.skip(f"the published ESOL file is not at {esol}")
-    params = resolve_recipe(registry, "esol_rnn", [f"dataset.path={esol}"]).config["dataset"]
-    table = read_smiles_csv(esol, params["smiles_column"], [params["label_column"]], strict=True, regression=True)
+    if ESOL is None:
+        pytest.skip(f"no published ESOL file at {where_looked(esol_candidates())} (CI has ../shared/data)")
+    params = resolve_recipe(registry, "esol_rnn", [f"dataset.path={ESOL}"]).config["dataset"]
+    table = read_smiles_csv(ESOL, params["smiles_column"], [params["label_column"]], strict=True, regression=True)
     assert len(table.labels) == 1128 and min(table.labels) == pytest.approx(-11.6)  # trailing spaces read too

@@ -18,6 +18,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+from real_data import ESOL, needs_esol
 
 ROOT = Path(__file__).resolve().parent.parent  # on sys.path: `benchmarks` importable
 sys.path.insert(0, str(ROOT))
@@ -27,7 +28,6 @@ from benchmarks.vs_chemprop.uncertainty_report import format_report  # noqa: E40
 from benchmarks.vs_chemprop.uncertainty_scores import set_scores  # noqa: E402
 
 SCRIPT = ROOT / "benchmarks" / "vs_chemprop" / "uncertainty.py"
-ESOL = ROOT.parent / "shared" / "data" / "moleculenet" / "ESOL_delaney-processed.csv"
 RECORD = ROOT / "benchmarks" / "vs_chemprop" / "uncertainty-lipophilicity_small-2026-11-27.json"
 
 
@@ -49,10 +49,9 @@ def by_hand(rows: pd.DataFrame) -> dict:
 
 
 @pytest.mark.slow
+@needs_esol
 def test_both_programs_are_scored_alike_from_their_own_answers(tmp_path):
     pytest.importorskip("chemprop", reason="the benchmark runs Chemprop beside ddpx")
-    if not ESOL.is_file():
-        pytest.skip(f"needs the shared ESOL file at {ESOL}")
     data = draw_small_set(ESOL, tmp_path / "esol200.csv", size=200)
     keep, record_file = tmp_path / "work", tmp_path / "record.json"
     out = run_script(

@@ -7,7 +7,8 @@ machine, and the job every rank reads carries the resolved record unchanged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ddpx.contract.errors import UserError
@@ -80,6 +81,18 @@ class LaunchSettings:
     )
     launcher_options: dict[str, Any] = field(default_factory=dict)  # the chosen launcher's own options
 
+    @classmethod
+    def from_environment(cls, **given: Any) -> LaunchSettings:
+        """Settings as ``ddpx recipe`` makes them from the same environment: an option with an
+        environment variable (``DDPX_LOG_MODEL``, ``DDPX_SYSTEM_METRICS``, ``MLFLOW_TRACKING_URI``)
+        takes its value when set; ``given`` values come before both."""
+        from_env = {
+            option.name: _from_text(os.environ[option.metadata["envvar"]], option.default)
+            for option in fields(cls)
+            if option.metadata.get("envvar", "") in os.environ and option.name not in given
+        }
+        return cls(**from_env, **given)
+
     @property
     def world_size(self) -> int:
         """Ranks in the job (after planning, when ``nproc`` is known); an elastic job's most."""
@@ -94,6 +107,17 @@ class LaunchSettings:
     def node_range(self) -> str:
         """``--nnodes`` as given: ``N``, or ``MIN:MAX`` for an elastic job."""
         return f"{self.min_nodes}:{self.nnodes}" if self.elastic else str(self.nnodes)
+
+
+def _from_text(text: str, default: Any) -> Any:
+    """An environment variable's text as its option's type (a flag reads as click reads it)."""
+    if not isinstance(default, bool):
+        return text
+    if text.strip().lower() in ("1", "true", "t", "yes", "y", "on"):
+        return True
+    if text.strip().lower() in ("0", "false", "f", "no", "n", "off", ""):
+        return False
+    raise UserError(f"{text!r} is not a true or false value: set it to true or false.")
 
 
 def parse_node_range(text: str | int) -> tuple[int | None, int]:

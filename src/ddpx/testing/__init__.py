@@ -67,7 +67,9 @@ def run_recipe(
     tracking_uri: str | None = None,
     workdir: str | os.PathLike | None = None,
 ) -> RunResult:
-    """Run ``recipe`` (a name or a .toml path) on ``nproc`` CPU ranks with gloo; raise if it fails."""
+    """Run ``recipe`` (a name or a .toml path) on ``nproc`` CPU ranks with gloo; raise if it fails.
+    The environment counts as for ``ddpx recipe``: ``DDPX_LOG_MODEL=false`` logs no MLflow model,
+    ``DDPX_SYSTEM_METRICS=false`` records no system metrics."""
     from ddpx.config.recipe import resolve_recipe
     from ddpx.contract.launch_settings import LaunchSettings
     from ddpx.launch.plan import plan_job
@@ -78,13 +80,14 @@ def run_recipe(
     with plugins_enabled(plugins):
         registry = load_registry()
         resolved = resolve_recipe(registry, recipe, overrides)
-        settings = LaunchSettings(
+        chosen = {"tracking_uri": tracking_uri} if tracking_uri else {}  # else MLFLOW_TRACKING_URI, as the CLI
+        settings = LaunchSettings.from_environment(
             launcher=launcher,
             nproc=nproc,
             backend="gloo",
             tracking=tracking,
-            tracking_uri=tracking_uri,
             runs_dir=str(base / "ddpx-runs"),
+            **chosen,
         )
         job = plan_job(registry, resolved, settings)
         refuse_detached_launcher(registry, job)

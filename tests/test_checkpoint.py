@@ -71,27 +71,34 @@ def test_a_checkpoint_of_another_model_is_a_clear_error(tmp_path):
         load_model_weights(torch.nn.Linear(3, 2), path)
 
 
-def test_a_torchrun_restart_finds_the_checkpoint_an_earlier_rank_0_wrote_elsewhere(tmp_path, monkeypatch):
+def test_a_restart_whose_rank_0_moved_continues_from_the_newer_of_both_folders_last_pt(tmp_path, monkeypatch):
     """After an elastic restart, rank 0 may be on another machine, whose run folder has no
-    ``last.pt``: the path the earlier rank 0 noted in torchrun's store (which outlives restarts) is used."""
+    ``last.pt``: the folder the earlier rank 0 wrote to, noted in this machine's ``rank0.json``
+    (on storage the machines share), is used; once this machine's own is newer, its own."""
     from types import SimpleNamespace
 
-    import torch.distributed as dist
+    from ddpx.contract.run_dir import RunDir
+    from ddpx.rank.checkpoints.resume import note_rank0_folder, resume_source
 
-    from ddpx.rank.checkpoints.resume import resume_source
-    from ddpx.rank.process_group import distributed
-
-    store = dist.TCPStore("127.0.0.1", 0, 1, is_master=True, wait_for_workers=False)
-    monkeypatch.setattr(distributed, "JOB_STORE", dist.PrefixStore("ddpx/job/", store))
-    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "tiny")
-    this_machine = SimpleNamespace(
-        run_dir=SimpleNamespace(last_checkpoint=tmp_path / "here" / "last.pt"), resume_from=None
-    )
-    assert resume_source(this_machine) is None
-    distributed.remember_checkpoint(str(tmp_path / "there" / "last.pt"))
-    assert resume_source(this_machine) == tmp_path / "there" / "last.pt"
-    monkeypatch.delenv("TORCHELASTIC_RUN_ID")  # not torchrun: a new job never continues another's
-    assert resume_source(this_machine) is None
+    here, there = RunDir(tmp_path / "here"), RunDir(tmp_path / "there")
+    for folder in (here, there):
+        folder.checkpoints.mkdir(parents=True)
+    this_machine = SimpleNamespace(run_dir=here, resume_from=None)
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    note_rank0_folder(this_machine, there.path)  # a machine's first local rank alone writes the note
+    assert not here.rank0_file.exists()
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    note_rank0_folder(this_machine, here.path)  # rank 0's own machine: nothing to note
+    assert not here.rank0_file.exists() and resume_source(this_machine) is None
+    note_rank0_folder(this_machine, there.path)
+    assert resume_source(this_machine) is None  # noted, but rank 0 there wrote no checkpoint yet
+    save_checkpoint(there.last_checkpoint, {"epoch": 1})
+    assert resume_source(this_machine) == there.last_checkpoint
+    save_checkpoint(here.last_checkpoint, {"epoch": 2})  # this machine has been rank 0 since
+    os.utime(there.last_checkpoint, ns=(1, 1))
+    assert resume_source(this_machine) == here.last_checkpoint
+    here.rank0_file.write_text("{")  # a note that cannot be read is no note
+    assert resume_source(this_machine) == here.last_checkpoint
 
 
 def test_weights_sha256_hashes_names_shapes_dtypes_and_bytes_in_name_order():

@@ -1,12 +1,15 @@
-"""An elastic torchrun job (``--nnodes 1:2``) on two "machines" of this one: when one machine
-leaves mid-run, the other goes on alone from the last checkpoint and finishes the same run."""
+"""An elastic torchrun job (``--nnodes 1:2``) on two "machines" of this one: when the machine of
+rank 0 leaves mid-run, the other goes on alone from the checkpoint that rank 0 wrote (in the run
+folder they share, found through the rendezvous store) and finishes the same MLflow run."""
 
+import json
 import os
 import queue
 import signal
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 from conftest import TEST_PLUGINS, TEST_RECIPES
@@ -21,7 +24,7 @@ pytestmark = pytest.mark.slow  # starts two torchrun agents and their ranks
 TINY = str(TEST_RECIPES / "tiny_mlp.toml")
 
 
-def start_machine(workdir, port, env, tracking_uri, experiment):
+def start_machine(workdir, runs, port, env, tracking_uri, experiment):
     workdir.mkdir()
     with (workdir / "stderr.txt").open("w") as stderr:  # the machine's own copy stays open
         return subprocess.Popen(
@@ -43,6 +46,8 @@ def start_machine(workdir, port, env, tracking_uri, experiment):
                 f"127.0.0.1:{port}",
                 "--rdzv-conf",
                 "last_call_timeout=5,is_host=false",  # the test holds the rendezvous store, so either may leave
+                "--run-dir",
+                str(runs),  # storage the machines share, as a cluster's
                 "--tracking-uri",
                 tracking_uri,
                 "--experiment",
@@ -72,7 +77,7 @@ def read_lines(machines):
     return lines
 
 
-def test_an_elastic_job_goes_on_alone_when_the_other_machine_leaves(tmp_path, tracking_uri, experiment):
+def test_an_elastic_job_goes_on_alone_when_rank_0s_machine_leaves(tmp_path, tracking_uri, experiment):
     port, go_on = free_port(), tmp_path / "go-on"
     env = {
         **os.environ,
@@ -84,9 +89,11 @@ def test_an_elastic_job_goes_on_alone_when_the_other_machine_leaves(tmp_path, tr
     env.pop("MLFLOW_TRACKING_URI", None)
     # The rendezvous store is the test's, as a cluster's can be (is_host=false on both), and both machines start at
     # once, so both join the first rendezvous within its last call (one started later can miss it on a busy
-    # machine). torchrun orders machines by their agents' pids: whichever holds rank 0 stays, the other leaves.
+    # machine). torchrun orders machines by their agents' pids: whichever holds rank 0 leaves, the other stays. The
+    # one left has no checkpoint of its own: rank 0 wrote last.pt in its run folder and noted where in the store.
     store = TCPStore("127.0.0.1", port, is_master=True, multi_tenant=True, wait_for_workers=False)  # noqa: F841
-    machines = {name: start_machine(tmp_path / name, port, env, tracking_uri, experiment) for name in ("a", "b")}
+    runs = tmp_path / "shared-runs"
+    machines = {name: start_machine(tmp_path / name, runs, port, env, tracking_uri, experiment) for name in "ab"}
     lines, said = read_lines(machines), {"a": [], "b": []}
     while True:  # rank 0 pauses after its checkpoint of epoch 1, on 2 ranks
         name, line = lines.get(timeout=300)
@@ -95,8 +102,9 @@ def test_an_elastic_job_goes_on_alone_when_the_other_machine_leaves(tmp_path, tr
         if "paused after epoch 1" in line:
             assert "of 2 rank(s)" in line, f"the job began without one of the machines: {line}"
             break
-    staying, leaving = machines.pop(name), machines.popitem()[1]
-    ranks = rank_processes(leaving.pid)  # the other machine leaves: its rank (in a session torchrun made for
+    leaving = machines.pop(name)
+    name, staying = machines.popitem()
+    ranks = rank_processes(leaving.pid)  # rank 0's machine leaves: its rank (in a session torchrun made for
     assert len(ranks) == 1  # it), its torchrun agent and its CLI, all at once
     os.kill(ranks[0], signal.SIGKILL)
     os.killpg(leaving.pid, signal.SIGKILL)
@@ -108,6 +116,10 @@ def test_an_elastic_job_goes_on_alone_when_the_other_machine_leaves(tmp_path, tr
     stdout = "".join(said[name])
     assert "continuing on 1 rank(s) a checkpoint of 2" in stdout, stdout
     assert "Traceback" not in stdout
+    [finished] = [folder for folder in runs.iterdir() if (folder / "summary.json").is_file()]
+    left = Path(json.loads((finished / "rank0.json").read_text())["run_dir"])  # where the machine that left wrote
+    assert left.parent == runs and left != finished
+    assert f"resuming from {left / 'checkpoints' / 'last.pt'}: 1 epoch(s) done" in stdout, stdout
     client, run = one_run(tracking_uri, experiment)
     assert run.info.status == "FINISHED" and "ddpx.error" not in run.data.tags
     assert run.data.params["nnodes"] == "1:2" and run.data.params["world_size"] == "2"

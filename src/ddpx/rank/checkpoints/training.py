@@ -14,7 +14,6 @@ import torch.distributed as dist
 from ddpx.rank.checkpoints.rank_state import rng_state, unwrap
 from ddpx.rank.checkpoints.sharded import remove_other_folders, save_shards, sharded_folder
 from ddpx.rank.diagnostics.stall import BEACON
-from ddpx.rank.process_group.distributed import remember_checkpoint
 from ddpx.records.checkpoint_file import save_checkpoint
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -89,9 +88,7 @@ def write_last(run: RunContext, improved: bool, totals: torch.Tensor) -> None:
     if folder is not None:
         save_checkpoint(last, {**contents, "sharded": folder.name})
         remove_other_folders(last, keep=folder)
-        remember_checkpoint(str(last))
         return  # the best weights are in the folder, and exported at the end as model/state_dict.pt
     save_checkpoint(last, contents)
-    remember_checkpoint(str(last))
     if improved and run.member is None:  # an ensemble member's best.pt is written when it has finished
         save_checkpoint(run.run_dir.best_checkpoint, contents)

@@ -63,15 +63,14 @@ def device_for(device_type: str, local_rank: int) -> torch.device:
 
 
 def rendezvous_store(env: RankEnv, timeout: timedelta) -> dist.Store:
-    """The key-value store the ranks meet in, at ``MASTER_ADDR:MASTER_PORT`` (kept, unscoped, as
-    :data:`JOB_STORE` for what outlives an attempt).
+    """The key-value store the ranks meet in, at ``MASTER_ADDR:MASTER_PORT``.
 
     When the launcher holds the store (``TORCHELASTIC_USE_AGENT_STORE=True``: torchrun, and
     ddpx's spawn launcher) every rank is a client; otherwise rank 0 hosts it. Keys are scoped by
     the restart attempt (``TORCHELASTIC_RESTART_COUNT``): a store that outlives a torchrun
-    restart still holds the dead attempt's addresses, which the new ranks must never read.
+    restart still holds the dead attempt's addresses, which the new ranks must never read. (Since
+    torch 2.4 torchrun's agent of rank 0 hosts this store: it does not outlive rank 0's machine.)
     """
-    global JOB_STORE
     agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == str(True)
     store = dist.TCPStore(
         env.master_addr,
@@ -81,27 +80,8 @@ def rendezvous_store(env: RankEnv, timeout: timedelta) -> dist.Store:
         timeout=timeout,
         wait_for_workers=False,
     )
-    JOB_STORE = dist.PrefixStore("ddpx/job/", store)
     attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
     return dist.PrefixStore(f"ddpx/attempt_{attempt}/", store)
-
-
-JOB_STORE: dist.Store | None = None  # the store's keys that outlive a torchrun restart (this job's only)
-CHECKPOINT_KEY = "last_checkpoint"
-
-
-def remember_checkpoint(path: str) -> None:
-    """Rank 0 notes where it wrote ``last.pt`` in the store torchrun keeps across restarts, so
-    that after a restart whose rank 0 is on another machine the job still finds it."""
-    if JOB_STORE is not None and os.environ.get("TORCHELASTIC_RUN_ID"):
-        JOB_STORE.set(CHECKPOINT_KEY, path)
-
-
-def remembered_checkpoint() -> str | None:
-    """The ``last.pt`` an earlier attempt of this torchrun job wrote, if any."""
-    if JOB_STORE is None or not os.environ.get("TORCHELASTIC_RUN_ID") or not JOB_STORE.check([CHECKPOINT_KEY]):
-        return None
-    return JOB_STORE.get(CHECKPOINT_KEY).decode()
 
 
 def loopback_interface() -> str | None:

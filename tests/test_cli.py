@@ -162,8 +162,34 @@ def test_plugins_lists_every_builtin_with_what_it_registers(ddpx_here):
     }
     assert "register_backends" in by_name["backends"]["hooks"]
     assert report["errors"] == []
-    table = ddpx_here("plugins")
-    assert table.returncode == 0 and "torchrun" in table.stdout
+    piped = ddpx_here("plugins").stdout  # one wide page: every column, each row on one line
+    header = next(line for line in piped.splitlines() if "name" in line and "registers" in line)
+    assert [cell.strip() for cell in header.strip("┃ ").split("┃")] == [
+        "name",
+        "distribution",
+        "version",
+        "hooks",
+        "registers",
+    ]
+    spawn = next(line for line in piped.splitlines() if line.startswith("│ spawn "))
+    assert "register_launchers" in spawn and "launchers: spawn" in spawn
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120])
+def test_plugins_table_fits_the_terminal_with_whole_words(tmp_path, columns):
+    text = run_in_terminal(["plugins"], tmp_path, columns=columns)
+    lines = text.splitlines()
+    assert all(len(line.rstrip()) <= columns for line in lines), text
+    header = next(line for line in lines if "name" in line and "registers" in line)
+    assert ("hooks" in header and "version" in header) == (columns >= 120), header  # narrow: room for the rest
+    cells = " ".join(line.strip("│ ") for line in lines if line.startswith("│"))
+    words = set(cells.replace(",", " ").replace(";", " ").split())
+    registered = {"torchrun", "mlp_synthetic", "length_bucketed", "allreduce", "onecycle"}
+    assert registered <= words, "a name is never cut in two"
+    if columns >= 120:
+        assert {"register_launchers", "ddpx_resolve_backend", "register_commands"} <= words
+    else:
+        assert "Each plugin's version and hooks: `ddpx plugins --json`" in text
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,8 @@ import click
 
 from ddpx.cli.app import cli, console, registry_with_warnings
 
+WIDE_TABLE = 120  # columns from which `ddpx plugins` shows each plugin's hooks and version
+
 
 @cli.group("plugins", invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
@@ -26,23 +28,32 @@ def plugins_command(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
-    from rich.table import Table
-
-    table = Table(title="ddpx plugins", title_justify="left")
-    for column in ("name", "distribution", "version", "hooks", "registers"):
-        table.add_column(column, overflow="fold")
-    for plugin in report["plugins"]:
-        registers = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in plugin["registers"].items())
-        table.add_row(
-            plugin["name"],
-            plugin["distribution"] or "-",
-            plugin["version"] or "-",
-            ", ".join(plugin["hooks"]),
-            registers,
-        )
-    console().print(table)
+    print_plugins_table(report["plugins"])
     for error in report["errors"]:
         click.echo(f"not loaded: {error['message']}")
+
+
+def print_plugins_table(plugins: list[dict]) -> None:
+    """One row per plugin, its words never cut: in a terminal under ``WIDE_TABLE`` columns the
+    hooks and the version (in ``--json``) make room for what each plugin registers."""
+    from rich.table import Table
+
+    out = console()
+    wide = out.width >= WIDE_TABLE
+    table = Table(title="ddpx plugins", title_justify="left")
+    for column in ("name", "distribution", "version", "hooks") if wide else ("name", "distribution"):
+        table.add_column(column, no_wrap=column != "hooks")
+    table.add_column("registers")
+    for plugin in plugins:
+        cells = [plugin["name"], plugin["distribution"] or "-"]
+        if wide:
+            cells += [plugin["version"] or "-", ", ".join(plugin["hooks"])]
+        registers = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in plugin["registers"].items())
+        table.add_row(*cells, registers)
+    out.print(table)
+    if not wide:
+        hint = f"Each plugin's version and hooks: `ddpx plugins --json`, or a terminal {WIDE_TABLE} columns wide."
+        out.print(hint, markup=False, highlight=False)  # wrapped at whole words
 
 
 @plugins_command.command("check")

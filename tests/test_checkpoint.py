@@ -71,34 +71,57 @@ def test_a_checkpoint_of_another_model_is_a_clear_error(tmp_path):
         load_model_weights(torch.nn.Linear(3, 2), path)
 
 
-def test_a_restart_whose_rank_0_moved_continues_from_the_newer_of_both_folders_last_pt(tmp_path, monkeypatch):
-    """After an elastic restart, rank 0 may be on another machine, whose run folder has no
-    ``last.pt``: the folder the earlier rank 0 wrote to, noted in this machine's ``rank0.json``
-    (on storage the machines share), is used; once this machine's own is newer, its own."""
+def test_a_restart_whose_rank_0_moved_continues_from_the_newest_checkpoint_any_machine_knows(tmp_path):
+    """After an elastic restart rank 0 may be on another machine, whose run folder has no (or an
+    older) ``last.pt``: each machine offers its own and those its note (``rank0.json``) names, the
+    folder the earlier rank 0 wrote to and the checkpoint that start continued from; the newest wins."""
+    import os
     from types import SimpleNamespace
 
     from ddpx.contract.run_dir import RunDir
-    from ddpx.rank.checkpoints.resume import note_rank0_folder, resume_source
+    from ddpx.rank.checkpoints.resume import note_rank0_folder, offered_checkpoints, resume_source
 
-    here, there = RunDir(tmp_path / "here"), RunDir(tmp_path / "there")
-    for folder in (here, there):
+    a, b, c = (RunDir(tmp_path / name) for name in "abc")  # three machines' run folders, on shared storage
+    for folder in (a, b, c):
         folder.checkpoints.mkdir(parents=True)
-    this_machine = SimpleNamespace(run_dir=here, resume_from=None)
-    monkeypatch.setenv("LOCAL_RANK", "1")
-    note_rank0_folder(this_machine, there.path)  # a machine's first local rank alone writes the note
-    assert not here.rank0_file.exists()
-    monkeypatch.setenv("LOCAL_RANK", "0")
-    note_rank0_folder(this_machine, here.path)  # rank 0's own machine: nothing to note
-    assert not here.rank0_file.exists() and resume_source(this_machine) is None
-    note_rank0_folder(this_machine, there.path)
-    assert resume_source(this_machine) is None  # noted, but rank 0 there wrote no checkpoint yet
-    save_checkpoint(there.last_checkpoint, {"epoch": 1})
-    assert resume_source(this_machine) == there.last_checkpoint
-    save_checkpoint(here.last_checkpoint, {"epoch": 2})  # this machine has been rank 0 since
-    os.utime(there.last_checkpoint, ns=(1, 1))
-    assert resume_source(this_machine) == here.last_checkpoint
-    here.rank0_file.write_text("{")  # a note that cannot be read is no note
-    assert resume_source(this_machine) == here.last_checkpoint
+    machine = {folder: SimpleNamespace(run_dir=folder, resume_from=None) for folder in (a, b, c)}
+
+    def offers(*folders):  # every machine's offers, gathered
+        return [offer for folder in folders for offer in offered_checkpoints(machine[folder])]
+
+    note_rank0_folder(machine[a], a.path, None)  # rank 0's own machine: nothing to note
+    assert not a.rank0_file.exists() and resume_source(machine[a], offers(a, b, c)) is None
+    for other in (b, c):
+        note_rank0_folder(machine[other], a.path, None)  # A is rank 0; B and C note its folder
+    save_checkpoint(a.last_checkpoint, {"epoch": 3})
+    # A leaves; B becomes rank 0 and continues from A's checkpoint, which C notes as the source
+    assert resume_source(machine[b], offers(b, c)) == a.last_checkpoint
+    note_rank0_folder(machine[c], b.path, str(a.last_checkpoint))
+    # B leaves before its first checkpoint: C still finds A's
+    assert resume_source(machine[c], offers(c)) == a.last_checkpoint
+    save_checkpoint(c.last_checkpoint, {"epoch": 4})
+    os.utime(a.last_checkpoint, ns=(1, 1))
+    assert resume_source(machine[c], offers(c)) == c.last_checkpoint  # its own, now the newest
+    # a late machine D with no checkpoint and no note becomes rank 0: the others' offers count
+    d = RunDir(tmp_path / "d")
+    d.checkpoints.mkdir(parents=True)
+    assert resume_source(SimpleNamespace(run_dir=d, resume_from=None), offers(c)) == c.last_checkpoint
+    c.rank0_file.write_text('{"run_dir": null}')  # a note that cannot be read names nothing
+    assert offered_checkpoints(machine[c]) == [(c.last_checkpoint.stat().st_mtime_ns, str(c.last_checkpoint))]
+    given = SimpleNamespace(run_dir=d, resume_from=str(tmp_path / "given.pt"))
+    assert resume_source(given, []) == tmp_path / "given.pt"  # nothing written yet: --resume PATH
+
+
+def test_a_note_that_cannot_be_written_is_a_warning(tmp_path):
+    from types import SimpleNamespace
+
+    from ddpx.contract.run_dir import RunDir
+    from ddpx.rank.checkpoints.resume import note_rank0_folder
+
+    gone = SimpleNamespace(run_dir=RunDir(tmp_path / "removed"), resume_from=None)
+    with pytest.warns(UserWarning, match="could not note rank 0's run folder"):
+        note_rank0_folder(gone, tmp_path / "rank0", None)
+    assert not (tmp_path / "removed").exists()
 
 
 def test_weights_sha256_hashes_names_shapes_dtypes_and_bytes_in_name_order():

@@ -1,6 +1,6 @@
 """An elastic torchrun job (``--nnodes 1:2``) on two "machines" of this one: when the machine of
-rank 0 leaves mid-run, the other goes on alone from the checkpoint that rank 0 wrote (in the run
-folder they share, found through the rendezvous store) and finishes the same MLflow run."""
+rank 0 leaves mid-run, the other goes on alone from the checkpoint that rank 0 wrote (on the
+storage they share, found through the note in its own run folder) and finishes the same MLflow run."""
 
 import json
 import os
@@ -90,7 +90,7 @@ def test_an_elastic_job_goes_on_alone_when_rank_0s_machine_leaves(tmp_path, trac
     # The rendezvous store is the test's, as a cluster's can be (is_host=false on both), and both machines start at
     # once, so both join the first rendezvous within its last call (one started later can miss it on a busy
     # machine). torchrun orders machines by their agents' pids: whichever holds rank 0 leaves, the other stays. The
-    # one left has no checkpoint of its own: rank 0 wrote last.pt in its run folder and noted where in the store.
+    # one left has no checkpoint of its own: rank 0 wrote last.pt in its run folder, which the other noted.
     store = TCPStore("127.0.0.1", port, is_master=True, multi_tenant=True, wait_for_workers=False)  # noqa: F841
     runs = tmp_path / "shared-runs"
     machines = {name: start_machine(tmp_path / name, runs, port, env, tracking_uri, experiment) for name in "ab"}

@@ -30,6 +30,7 @@ def test_the_environment_counts_as_for_ddpx_recipe(monkeypatch):
     monkeypatch.setenv("DDPX_LOG_MODEL", "maybe")
     with pytest.raises(UserError, match="'maybe' is not a true or false value"):
         LaunchSettings.from_environment()
-    monkeypatch.delenv("DDPX_LOG_MODEL")
-    monkeypatch.delenv("DDPX_SYSTEM_METRICS")
-    assert LaunchSettings.from_environment().log_model is True  # unset: the option's default
+    monkeypatch.setenv("DDPX_LOG_MODEL", "")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "")
+    empty = LaunchSettings.from_environment()  # empty counts as unset, as for click: the options' defaults
+    assert (empty.log_model, empty.tracking_uri) == (True, None)

@@ -42,8 +42,8 @@ def print_plugins_table(plugins: list[dict]) -> None:
     wide = out.width >= WIDE_TABLE
     table = Table(title="ddpx plugins", title_justify="left")
     for column in ("name", "distribution", "version", "hooks") if wide else ("name", "distribution"):
-        table.add_column(column, no_wrap=column != "hooks")
-    table.add_column("registers")
+        table.add_column(column, overflow="fold")  # a word longer than its column is folded, never cut off
+    table.add_column("registers", overflow="fold")
     for plugin in plugins:
         cells = [plugin["name"], plugin["distribution"] or "-"]
         if wide:

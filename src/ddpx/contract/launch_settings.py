@@ -86,10 +86,10 @@ class LaunchSettings:
         """Settings as ``ddpx recipe`` makes them from the same environment: an option with an
         environment variable (``DDPX_LOG_MODEL``, ``DDPX_SYSTEM_METRICS``, ``MLFLOW_TRACKING_URI``)
         takes its value when set; ``given`` values come before both."""
-        from_env = {
+        from_env = {  # an empty variable counts as unset, as click counts it
             option.name: _from_text(os.environ[option.metadata["envvar"]], option.default)
             for option in fields(cls)
-            if option.metadata.get("envvar", "") in os.environ and option.name not in given
+            if os.environ.get(option.metadata.get("envvar", "")) and option.name not in given
         }
         return cls(**from_env, **given)
 
@@ -115,7 +115,7 @@ def _from_text(text: str, default: Any) -> Any:
         return text
     if text.strip().lower() in ("1", "true", "t", "yes", "y", "on"):
         return True
-    if text.strip().lower() in ("0", "false", "f", "no", "n", "off", ""):
+    if text.strip().lower() in ("0", "false", "f", "no", "n", "off"):
         return False
     raise UserError(f"{text!r} is not a true or false value: set it to true or false.")
 

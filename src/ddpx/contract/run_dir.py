@@ -9,7 +9,7 @@ Layout (``ddpx-runs/<recipe>-<time>/`` by default)::
     summary.json        rank 0's final result
     stopped.json        why the run stopped early on request (it resumes when started again)
     tracking.json       which tracker run rank 0 logs to
-    rank0.json          on a machine other than rank 0's (torchrun): the run folder rank 0 writes to
+    rank0.json          on a machine other than rank 0's: the run folder rank 0 wrote to, the checkpoint it continued from
     failures/rank-N.json  what failed on rank N
     stalls/rank-N.json    where rank N stood still, while it did (see ddpx.rank.diagnostics.stall)
     launcher.log        the launcher's own output (torchrun)

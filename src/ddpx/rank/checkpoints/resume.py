@@ -1,11 +1,13 @@
 """Resuming: which checkpoint a run continues from, and what it restores.
 
-Rank 0 looks for its run folder's own ``checkpoints/last.pt`` first: a run restarted by
-torchrun or requeued by Slurm continues where it stopped. On several machines each machine's
-command makes its own run folder, and every start notes in the others' (``rank0.json``) which
-folder rank 0 writes to: when an elastic restart gives rank 0 to another machine (rank 0's
-machine left), the new rank 0 continues from the newer of its own ``last.pt`` and the one that
-note names, on the storage the machines share. On its first start a run may instead begin from
+A run restarted by torchrun or requeued by Slurm continues from the newest ``checkpoints/last.pt``
+the job has written. On one machine that is its run folder's. On several machines each
+machine's command makes its own run folder (on storage they share), and rank 0 may move: torch
+gives rank 0 to the machine whose address sorts first, which may be one that joined late, and
+rank 0's machine may leave. So each machine keeps a note in its run folder (``rank0.json``) of
+the folder rank 0 wrote to and the checkpoint the job last continued from, and at every start
+each machine's first local rank offers its own ``last.pt`` and the ones its note names; rank 0
+takes the newest of all the machines' offers. On its first start a run may instead begin from
 ``--resume PATH``. Every rank continues from rank 0's choice, so no rank starts afresh beside
 ranks that resume. A checkpoint that cannot be read or does not fit is an error, never a silent
 fresh start.
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +27,25 @@ from ddpx.contract.job import Job
 from ddpx.records.checkpoint_file import check_resumable, load_checkpoint
 
 
-def resume_source(job: Job) -> Path | None:
-    """The checkpoint this start of the job continues from, if any: the newer of this run folder's
-    and the one an earlier rank 0 on another machine wrote (``rank0.json``), else ``--resume``."""
-    written = [path for path in (job.run_dir.last_checkpoint, earlier_rank0_checkpoint(job)) if path and path.is_file()]
-    if written:
-        return max(written, key=lambda path: path.stat().st_mtime_ns)
+def offered_checkpoints(job: Job) -> list[tuple[int, str]]:
+    """The checkpoints this machine knows the job wrote, newest first, as (mtime in ns, path):
+    its own ``last.pt`` and those its note names (see :func:`note_rank0_folder`)."""
+    paths = {job.run_dir.last_checkpoint}
+    try:
+        note = json.loads(job.run_dir.rank0_file.read_text())
+        paths |= {Path(note["run_dir"]) / "checkpoints" / "last.pt"} | (
+            {Path(note["source"])} if note["source"] else set()
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # no note (one machine, or rank 0's own), or one that cannot be read: no more offers
+    return sorted(((path.stat().st_mtime_ns, str(path)) for path in paths if path.is_file()), reverse=True)
+
+
+def resume_source(job: Job, offers: list[tuple[int, str]]) -> Path | None:
+    """The checkpoint this start of the job continues from, if any: the newest the machines offer
+    (``offers``), else ``--resume PATH``."""
+    if offers:
+        return Path(max(offers)[1])
     if job.resume_from:
         return Path(job.resume_from)
     return None
@@ -37,16 +54,17 @@ def resume_source(job: Job) -> Path | None:
 def load_resume_state(job: Job, sharded: bool) -> dict[str, Any] | None:
     """The training state to continue from — rank 0's choice, sent to every rank — checked against
     this job (``sharded``: its wrapper shards)."""
-    import socket
-
     import torch.distributed as dist
 
-    from ddpx.rank.process_group.distributed import broadcast_object
+    from ddpx.rank.process_group.distributed import broadcast_object, gather_objects
 
     main = not dist.is_initialized() or dist.get_rank() == 0
-    chosen = resume_source(job) if main else None
+    first_here = os.environ.get("LOCAL_RANK", "0") == "0"
+    offers = [offer for offered in gather_objects(offered_checkpoints(job) if first_here else []) for offer in offered]
+    chosen = resume_source(job, offers) if main else None
     source, rank0_folder = broadcast_object((str(chosen) if chosen else None, str(job.run_dir.path) if main else None))
-    note_rank0_folder(job, Path(rank0_folder))
+    if first_here:
+        note_rank0_folder(job, Path(rank0_folder), source)
     if source is None:
         return None
     source = Path(source)
@@ -62,22 +80,22 @@ def load_resume_state(job: Job, sharded: bool) -> dict[str, Any] | None:
     return state
 
 
-def earlier_rank0_checkpoint(job: Job) -> Path | None:
-    """The ``last.pt`` in the run folder that rank 0 wrote to when this machine last started
-    with another machine's rank 0 (see :func:`note_rank0_folder`)."""
-    try:
-        return Path(json.loads(job.run_dir.rank0_file.read_text())["run_dir"]) / "checkpoints" / "last.pt"
-    except (OSError, ValueError, KeyError):
-        return None
-
-
-def note_rank0_folder(job: Job, rank0_folder: Path) -> None:
-    """On each machine but rank 0's (its first local rank writes): which run folder rank 0 writes
-    to. torchrun's own store cannot keep it: rank 0's machine hosts it, and may be the one that
-    leaves."""
-    if os.environ.get("LOCAL_RANK", "0") != "0" or rank0_folder == job.run_dir.path:
+def note_rank0_folder(job: Job, rank0_folder: Path, source: str | None) -> None:
+    """On each machine but rank 0's: the run folder rank 0 writes to, and the checkpoint this start
+    continues from (until rank 0 writes its own), kept where this machine finds them if it becomes
+    rank 0. torchrun's store cannot keep them: rank 0's machine hosts it, and may be the one that
+    leaves. A note that cannot be written is a warning: the run goes on."""
+    if rank0_folder == job.run_dir.path:
         return
     note = job.run_dir.rank0_file
-    partial = note.with_suffix(".json.part")
-    partial.write_text(json.dumps({"run_dir": str(rank0_folder)}))
-    os.replace(partial, note)  # never read half-written
+    partial = note.with_name(f".{note.name}.{socket.gethostname()}.{os.getpid()}.tmp")
+    try:
+        partial.write_text(json.dumps({"run_dir": str(rank0_folder), "source": source}))
+        os.replace(partial, note)  # never read half-written
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        warnings.warn(
+            f"could not note rank 0's run folder in {note} ({exc}): if rank 0's machine leaves, "
+            "this machine may not find the job's checkpoint",
+            stacklevel=2,
+        )

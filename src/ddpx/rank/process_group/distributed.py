@@ -191,6 +191,16 @@ def all_gather_rows(local: torch.Tensor) -> torch.Tensor:
     return torch.cat([rows[:size] for rows, size in zip(gathered, sizes)])
 
 
+def gather_objects(obj: Any) -> list[Any]:
+    """Every rank's picklable ``obj``, in rank order, on every rank."""
+    if not dist.is_initialized():
+        return [obj]
+    gathered: list[Any] = [None] * dist.get_world_size()
+    with BEACON.waiting_in("all_gather"):
+        dist.all_gather_object(gathered, obj)
+    return gathered
+
+
 def broadcast_object(obj: Any, src: int = 0) -> Any:
     """Send a picklable object from ``src`` to every rank and return it everywhere."""
     if not dist.is_initialized():

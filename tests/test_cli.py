@@ -132,12 +132,18 @@ def test_recipes_table_and_json(ddpx_here):
     assert {"task": "bbbp", "model": "smiles_rnn", "metric": "heldout_roc_auc"}.items() <= rows["bbbp_rnn"].items()
 
 
-@pytest.mark.parametrize("columns", [80, 100, 120])
-def test_recipes_table_fits_the_terminal_with_whole_words(tmp_path, columns):
-    text = run_in_terminal(["recipes"], tmp_path, columns=columns)
+def table_in_terminal(args: list[str], folder, columns: int, last_column: str) -> tuple[str, list[str], str]:
+    """``ddpx ARGS`` in a terminal ``columns`` wide: what it printed, its lines (none wider than the
+    terminal), and the table's header line (the one naming ``last_column``)."""
+    text = run_in_terminal(args, folder, columns=columns)
     lines = text.splitlines()
     assert all(len(line.rstrip()) <= columns for line in lines), text
-    header = next(line for line in lines if "name" in line and "description" in line)
+    return text, lines, next(line for line in lines if "name" in line and last_column in line)
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120])
+def test_recipes_table_fits_the_terminal_with_whole_words(tmp_path, columns):
+    text, _, header = table_in_terminal(["recipes"], tmp_path, columns, "description")
     assert ("task" in header and "model" in header) == (columns >= 110), header  # narrow: the description's room
     assert "bbbp_rnn_enum" in text and "heldout_roc_auc" in text
     assert "descripti" not in text.replace("description", ""), "no word is cut"
@@ -177,10 +183,7 @@ def test_plugins_lists_every_builtin_with_what_it_registers(ddpx_here):
 
 @pytest.mark.parametrize("columns", [80, 100, 120])
 def test_plugins_table_fits_the_terminal_with_whole_words(tmp_path, columns):
-    text = run_in_terminal(["plugins"], tmp_path, columns=columns)
-    lines = text.splitlines()
-    assert all(len(line.rstrip()) <= columns for line in lines), text
-    header = next(line for line in lines if "name" in line and "registers" in line)
+    text, lines, header = table_in_terminal(["plugins"], tmp_path, columns, "registers")
     assert ("hooks" in header and "version" in header) == (columns >= 120), header  # narrow: room for the rest
     cells = " ".join(line.strip("│ ") for line in lines if line.startswith("│"))
     words = set(cells.replace(",", " ").replace(";", " ").split())

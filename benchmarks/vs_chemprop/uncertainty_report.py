@@ -193,10 +193,14 @@ def merged(records: list[dict]) -> dict:
     return {**first, "seeds": seeds, "measured": "; ".join(measured), "scores": scores}
 
 
+def members(count: int) -> str:
+    return f"{count} member" + ("" if count == 1 else "s")
+
+
 def resumed_members(record: dict) -> list[str]:
     """A line for each ensemble whose training was cut off and went on from its next member."""
     return [
-        f"{method}, {label}, seed {run['seed']}: cut off after {run['members_resumed_from']} members; "
+        f"{method}, {label}, seed {run['seed']}: cut off after {members(run['members_resumed_from'])}; "
         "each member left trained by its own process (weights seeded as in one; the loader's shuffle restarted)"
         for method, label, run in every_row(record)
         if "members_resumed_from" in run

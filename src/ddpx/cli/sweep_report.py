@@ -28,6 +28,21 @@ def dev_text(trial: Trial) -> str:
     return f"dev_{summary.metric} {summary.best_dev:.4f}"
 
 
+def _metric_names(sweep: Sweep) -> tuple[str, str]:
+    """``("dev_roc_auc", "heldout_roc_auc")``: the trials' metric (one recipe, one metric)."""
+    summary = next((t.summary for t in sweep.trials if t.summary is not None), None)
+    return ("dev", "held-out") if summary is None else (f"dev_{summary.metric}", summary.heldout_metric[0])
+
+
+def _values(trial: Trial) -> tuple[str, str]:
+    """The trial's dev and held-out values, ``-`` where it has none."""
+    summary = trial.summary
+    if summary is None:
+        return "-", "-"
+    dev = "-" if summary.best_dev is None else f"{summary.best_dev:.4f}"
+    return dev, f"{summary.heldout_metric[1]:.4f}"
+
+
 def _best_dev_text(trial: Trial) -> str:
     """``the lowest dev_rmse, 0.3120`` (or the highest, for a metric where higher is better)."""
     summary = trial.summary
@@ -60,14 +75,16 @@ def print_trials(sweep: Sweep, title: str) -> None:
     table = Table()
     table.add_column("trial", justify="right")
     for key in sweep.grid:
-        table.add_column(key)
-    if not planned:
-        for column in ("status", "dev", "held-out"):
-            table.add_column(column, overflow="fold")
+        table.add_column(key, overflow="fold")  # a word longer than its column is folded, never cut off
+    if not planned:  # the metric's names head the columns, so that a cell is a number, narrow
+        dev_name, heldout_name = _metric_names(sweep)
+        table.add_column("status", overflow="fold")
+        table.add_column(dev_name, overflow="fold", justify="right")
+        table.add_column(heldout_name, overflow="fold", justify="right")
     for trial in sweep.trials:
         row = [str(trial.number) + (" *" if trial is best else ""), *trial.overrides.values()]
         if not planned:
-            row += [trial.status, dev_text(trial), _metric_text(trial)]
+            row += [trial.status, *_values(trial)]
         table.add_row(*row)
     out = console()
     out.print(title, highlight=False, soft_wrap=True)

@@ -48,6 +48,34 @@ def test_an_image_folder_trains_on_two_ranks_and_predicts_class_names(job_here, 
     rows = list(csv.DictReader(out.open()))
     assert {r["predicted"] for r in rows} <= set(CLASSES) and len(rows) == 3
     assert sum(Path(r["path"]).stem == r["predicted"] for r in rows) >= 2
+    predicted_files_answer_as_in_training(ddpx_here, result.run_dirs()[0], photos, tmp_path)
+
+
+def predicted_files_answer_as_in_training(ddpx_here, run_dir: Path, photos: Path, tmp_path: Path) -> None:
+    """The held-out images, 20-48 px PNG and JPEG files, given to `ddpx predict` as files: each
+    answers the probability the run recorded for it (read, converted and resized as in training)."""
+    import torch
+
+    from ddpx.plugins.vision.data import stratified_dev_split
+    from ddpx.plugins.vision.image_folder import HELDOUT_SEED, scan
+
+    _, samples = scan({"path": str(photos)})
+    targets = torch.tensor([target for _, target in samples])
+    _, heldout = stratified_dev_split(targets, 0.2, HELDOUT_SEED, "the test's images")
+    recorded = list(csv.DictReader((run_dir / "reports" / "heldout_predictions.csv").open(newline="")))
+    files = tmp_path / "heldout-files"
+    files.mkdir()
+    for order, index in enumerate(heldout.tolist()):  # in held-out order, named so that `predict` keeps it
+        source = Path(samples[index][0])
+        shutil.copy(source, files / f"{order:02d}{source.suffix}")
+    out = tmp_path / "heldout-predicted.csv"
+    answer = ddpx_here("predict", str(run_dir / "model"), str(files), "--output", str(out))
+    assert answer.returncode == 0, answer.output
+    answered = sorted(csv.DictReader(out.open()), key=lambda row: Path(row["path"]).name)
+    assert len(answered) == len(recorded) == 15
+    for mine, theirs in zip(answered, recorded):
+        assert mine["predicted"] == CLASSES[int(theirs["predicted"])]
+        assert float(mine["probability"]) == pytest.approx(float(theirs[f"probability_{mine['predicted']}"]), abs=1e-5)
 
 
 def assert_heldout_reports_agree(reports: Path, summary: dict, classes: list[str]) -> None:

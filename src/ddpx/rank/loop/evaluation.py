@@ -26,7 +26,7 @@ from ddpx.rank.diagnostics.stall import BEACON
 from ddpx.rank.loop.batching import evaluation_batches
 from ddpx.rank.loop.losses import LossFn
 from ddpx.rank.loop.transfer import to_device
-from ddpx.rank.process_group.distributed import all_gather_rows, broadcast_object
+from ddpx.rank.process_group.distributed import all_gather_rows, broadcast_buffers, broadcast_object
 
 
 def shard_bounds(size: int, rank: int, world_size: int) -> range:
@@ -67,7 +67,9 @@ def predict(
     collate_fn: Callable | None = None,
     autocast: Callable[[], AbstractContextManager[Any]] | None = None,
 ) -> Predictions:
-    """Score ``dataset`` across all ranks; every rank receives the complete predictions."""
+    """Score ``dataset`` across all ranks, each with rank 0's buffers (as the exported model
+    holds them); every rank receives the complete predictions."""
+    broadcast_buffers(model)
     size = len(dataset)  # type: ignore[arg-type]
     shard = shard_bounds(size, rank, world_size)
     loader = evaluation_batches(dataset, shard, batch_size=batch_size, device=device, collate_fn=collate_fn)

@@ -191,6 +191,17 @@ def all_gather_rows(local: torch.Tensor) -> torch.Tensor:
     return torch.cat([rows[:size] for rows, size in zip(gathered, sizes)])
 
 
+def broadcast_buffers(module: torch.nn.Module) -> None:
+    """Rank 0's buffers (a batch norm's running statistics) on every rank. DDP sends them at the
+    start of each training forward, so each rank's last forward leaves its own: an evaluation
+    with them would score each rank's shard by another model than the one rank 0 exports."""
+    if not dist.is_initialized() or dist.get_world_size() == 1:
+        return
+    with BEACON.waiting_in("broadcast"):
+        for buffer in module.buffers():
+            dist.broadcast(buffer.data, src=0)
+
+
 def gather_objects(obj: Any) -> list[Any]:
     """Every rank's picklable ``obj``, in rank order, on every rank."""
     if not dist.is_initialized():

@@ -18,15 +18,6 @@ import torch
 from ddpx.api import UserError
 
 
-def from_file(path: str, channels: int, size: int) -> torch.Tensor:
-    """An image file read as training read the image folder's files (``image_folder.read_image``:
-    Pillow's decoder, converted to the model's channels and resized to its size), so a file gives
-    the answer it gave in training; a file that cannot be read is a clear error naming it."""
-    from ddpx.plugins.vision.image_folder import read_image
-
-    return read_image(str(path), channels, size)
-
-
 def from_pixels(value: Any, channels: int) -> torch.Tensor:
     pixels = np.asarray(value, dtype=np.uint8)
     if pixels.ndim == 2:
@@ -58,7 +49,9 @@ def predict_images(model: torch.nn.Module, info: Mapping[str, Any], table, mean,
     columns = list(getattr(table, "columns", []))
     channels = info["in_channels"]
     if "path" in columns:
-        images = [from_file(path, channels, info["image_size"]) for path in table["path"]]
+        from ddpx.plugins.vision.image_folder import read_image  # as training read the files: same answers
+
+        images = [read_image(str(path), channels, info["image_size"]) for path in table["path"]]
     elif "image" in columns:
         images = [from_pixels(value, channels) for value in table["image"]]
     else:

@@ -28,7 +28,7 @@ from ddpx.records.checkpoint_file import check_resumable, load_checkpoint
 
 
 def offered_checkpoints(job: Job) -> list[tuple[int, str]]:
-    """The checkpoints this machine knows the job wrote, newest first, as (mtime in ns, path):
+    """The checkpoints this machine knows the job wrote, as (mtime in ns, path):
     its own ``last.pt`` and those its note names (see :func:`note_rank0_folder`)."""
     paths = {job.run_dir.last_checkpoint}
     try:
@@ -38,7 +38,7 @@ def offered_checkpoints(job: Job) -> list[tuple[int, str]]:
         )
     except (OSError, ValueError, KeyError, TypeError):
         pass  # no note (one machine, or rank 0's own), or one that cannot be read: no more offers
-    return sorted(((path.stat().st_mtime_ns, str(path)) for path in paths if path.is_file()), reverse=True)
+    return [(path.stat().st_mtime_ns, str(path)) for path in paths if path.is_file()]
 
 
 def resume_source(job: Job, offers: list[tuple[int, str]]) -> Path | None:
